@@ -1,0 +1,3 @@
+//! The ways the binary talks to its caller.
+
+pub mod rpc;

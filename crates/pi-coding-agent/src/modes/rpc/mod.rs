@@ -1,0 +1,124 @@
+//! `pi --mode rpc`: JSONL commands on stdin, responses and events on stdout.
+
+mod dispatch;
+mod framing;
+mod in_flight;
+mod output;
+mod signals;
+
+use framing::{Frame, LineSplitter};
+use in_flight::InFlight;
+use output::Output;
+use std::io::Read;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How long shutdown waits for commands still in flight before exiting anyway.
+const IN_FLIGHT_GRACE: Duration = Duration::from_secs(5);
+/// How long shutdown waits for stdout to drain; a client that stopped reading cannot hold us.
+const FLUSH_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs RPC mode until stdin closes or a signal arrives; returns the process exit code.
+pub fn run() -> i32 {
+    let (output, writer) = match output::start() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("Error: cannot take over stdout: {e}");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(serve(output));
+    // Every Output clone is gone now, so the writer ends after draining its queue.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        writer.finish();
+        let _ = done_tx.send(());
+    });
+    let _ = done_rx.recv_timeout(FLUSH_GRACE);
+    runtime.shutdown_background();
+    code
+}
+
+async fn serve(output: Output) -> i32 {
+    let frames = spawn_stdin_reader();
+    let mut signals = match signals::Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("Error: cannot install signal handlers: {e}");
+            return 1;
+        }
+    };
+    let in_flight = InFlight::default();
+    let input = tokio::spawn(input_loop(frames, output, in_flight.clone()));
+    let exit_code = tokio::select! {
+        _ = input => 0,
+        code = signals.next() => code,
+    };
+    // Orderly shutdown: answer what is in flight, unless a second signal says to stop now.
+    tokio::select! {
+        _ = tokio::time::timeout(IN_FLIGHT_GRACE, in_flight.wait_idle()) => {}
+        code = signals.next() => std::process::exit(code),
+    }
+    exit_code
+}
+
+/// Handles lines in arrival order. Quick commands are answered inline, so their responses keep
+/// input order as Pi's do; long-running ones get their own task so they never block the next line.
+async fn input_loop(mut frames: mpsc::Receiver<Frame>, output: Output, in_flight: InFlight) {
+    while let Some(frame) = frames.recv().await {
+        match frame {
+            Frame::Line(line) => dispatch::handle_line(&line, &output, &in_flight).await,
+            Frame::TooLong => dispatch::reject_too_long(&output).await,
+        }
+    }
+}
+
+/// Reads stdin on its own thread (blocking reads are the cheapest way to follow a pipe) and
+/// forwards framed lines. The bounded channel pushes back on a client that writes faster than
+/// we handle commands.
+fn spawn_stdin_reader() -> mpsc::Receiver<Frame> {
+    let (tx, rx) = mpsc::channel::<Frame>(64);
+    let spawned = std::thread::Builder::new()
+        .name("stdin-reader".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut splitter = LineSplitter::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut frames = Vec::new();
+            loop {
+                let n = match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        eprintln!("pi: stdin read failed: {e}");
+                        break;
+                    }
+                };
+                splitter.push(&buf[..n], &mut frames);
+                for frame in frames.drain(..) {
+                    if tx.blocking_send(frame).is_err() {
+                        return;
+                    }
+                }
+            }
+            if let Some(last) = splitter.finish() {
+                let _ = tx.blocking_send(last);
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("pi: cannot start the stdin reader: {e}");
+    }
+    rx
+}

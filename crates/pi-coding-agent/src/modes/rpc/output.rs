@@ -1,0 +1,104 @@
+//! The one owner of stdout.
+//!
+//! At start we move the real stdout to a private close-on-exec descriptor and point fd 1 at
+//! stderr. From then on nothing else can write protocol bytes: a stray `println!`, a library's
+//! print, or a child process that inherited fd 1 all land on stderr, and no child can ever hold
+//! our stdout pipe open. Records reach the private descriptor only through [`Output`], a bounded
+//! channel drained by one writer thread, so records never interleave and a client that stops
+//! reading stalls producers instead of growing memory.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+use tokio::sync::mpsc;
+
+/// Records buffered between producers and the writer before producers wait.
+const CHANNEL_RECORDS: usize = 1024;
+
+/// A cloneable handle that queues complete JSONL records for stdout.
+#[derive(Clone, Debug)]
+pub struct Output {
+    tx: mpsc::Sender<String>,
+}
+
+impl Output {
+    /// Queues one record (which must end in `\n`), waiting while the channel is full.
+    /// Returns false once the writer is gone (stdout closed).
+    pub async fn send(&self, record: String) -> bool {
+        self.tx.send(record).await.is_ok()
+    }
+}
+
+/// The writer thread; join it to flush everything queued before it.
+pub struct Writer {
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Writer {
+    /// Waits until every queued record was written. Call after dropping all [`Output`]s.
+    pub fn finish(&self) {
+        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Takes over stdout and starts the writer thread.
+pub fn start() -> io::Result<(Output, Writer)> {
+    let file = take_over_stdout()?;
+    let (tx, rx) = mpsc::channel::<String>(CHANNEL_RECORDS);
+    let handle = std::thread::Builder::new()
+        .name("stdout-writer".into())
+        .spawn(move || write_loop(file, rx))?;
+    Ok((
+        Output { tx },
+        Writer {
+            handle: Mutex::new(Some(handle)),
+        },
+    ))
+}
+
+fn write_loop(file: File, mut rx: mpsc::Receiver<String>) {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, file);
+    while let Some(first) = rx.blocking_recv() {
+        let mut result = out.write_all(first.as_bytes());
+        // Batch whatever is already queued into one flush: fewer syscalls under a stream of
+        // small deltas, and nothing sits in the buffer once the queue is empty.
+        while result.is_ok() {
+            match rx.try_recv() {
+                Ok(next) => result = out.write_all(next.as_bytes()),
+                Err(_) => break,
+            }
+        }
+        if result.is_ok() {
+            result = out.flush();
+        }
+        if let Err(e) = result {
+            // Like Pi: the reader is gone (EPIPE and friends), nothing more can be delivered.
+            eprintln!("pi: stdout write failed: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Duplicates fd 1 to a private close-on-exec descriptor and redirects fd 1 to stderr.
+#[allow(unsafe_code)]
+fn take_over_stdout() -> io::Result<File> {
+    // SAFETY: plain descriptor syscalls on fds 1 and 2, which exist for the whole process; the
+    // duplicated descriptor is new and owned solely by the returned File.
+    unsafe {
+        let private = libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3);
+        if private < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
+            let err = io::Error::last_os_error();
+            libc::close(private);
+            return Err(err);
+        }
+        Ok(File::from(OwnedFd::from_raw_fd(private)))
+    }
+}
