@@ -3,6 +3,7 @@
 
 pub mod command;
 pub mod content;
+pub mod js_parse;
 pub mod json;
 pub mod response;
 pub mod thinking;

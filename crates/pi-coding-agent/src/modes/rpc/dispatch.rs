@@ -2,13 +2,15 @@
 
 use super::in_flight::InFlight;
 use super::output::Output;
+use pi_protocol::js_parse::parse_js_json;
 use pi_protocol::json::to_js_line;
 use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, decode_command};
 use serde_json::{Value, json};
 
 /// Handles one framed line: parse, decode, run, answer.
 pub async fn handle_line(line: &str, out: &Output, in_flight: &InFlight) {
-    let value = match parse_json(line) {
+    // JSON.parse semantics and V8's exact error messages.
+    let value = match parse_js_json(line) {
         Ok(v) => v,
         Err(message) => {
             send(out, &RpcResponse::parse_error(&message)).await;
@@ -85,10 +87,6 @@ async fn run(command: RpcCommand, out: &Output) -> Outcome<Value> {
             other.type_name()
         )),
     }
-}
-
-fn parse_json(line: &str) -> Result<Value, String> {
-    serde_json::from_str(line).map_err(|e| e.to_string())
 }
 
 async fn send<T: serde::Serialize>(out: &Output, record: &T) {
