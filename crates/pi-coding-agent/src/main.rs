@@ -3,7 +3,8 @@
 mod cli;
 mod modes;
 
-use cli::{CliAction, Mode};
+use cli::{Action, AppMode, DiagnosticKind, render_diagnostics};
+use std::io::IsTerminal;
 
 /// The Pi release whose CLI and protocol this binary reproduces.
 const PI_VERSION: &str = "1.6.0";
@@ -11,35 +12,64 @@ const PI_VERSION: &str = "1.6.0";
 fn main() {
     mark_agent_environment();
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let code = match cli::parse_args(&argv) {
-        Err(message) => {
-            eprintln!("Error: {message}");
-            1
+    std::process::exit(run(&argv));
+}
+
+fn run(argv: &[String]) -> i32 {
+    let invocation = match cli::parse_cli(argv) {
+        Ok(inv) => inv,
+        Err(e) => {
+            eprint!("{}", e.render());
+            return 1;
         }
-        Ok(CliAction::Help) => {
-            print!("{}", cli::help_text());
-            0
-        }
-        Ok(CliAction::Version) => {
+    };
+    eprint!("{}", render_diagnostics(&invocation.diagnostics));
+    let startup = invocation.startup_diagnostics(&[]);
+    eprint!("{}", render_diagnostics(&startup));
+    let startup_failed = startup.iter().any(|d| d.kind == DiagnosticKind::Error);
+    let args = &invocation.args;
+    match &invocation.action {
+        Action::Version => {
             println!("{PI_VERSION}");
             0
         }
-        Ok(CliAction::Run(args)) => {
-            for warning in &args.warnings {
-                eprintln!("Warning: {warning}");
+        Action::Help => {
+            let app_mode = args.app_mode(stdin_is_tty(), stdout_is_tty());
+            // Like Pi: in a non-interactive mode stdout belongs to the protocol, so help goes to
+            // stderr unless it was asked for plainly.
+            if args.takes_over_stdout(app_mode) {
+                eprint!("{}", cli::help_text());
+            } else {
+                print!("{}", cli::help_text());
             }
-            match args.mode {
-                Mode::Rpc => modes::rpc::run(),
-                Mode::Json | Mode::Text => {
-                    eprintln!(
-                        "Error: only --mode rpc is available in this build; interactive, json and print modes are not implemented yet"
-                    );
-                    1
-                }
-            }
+            0
         }
-    };
-    std::process::exit(code);
+        Action::Run if startup_failed => 1,
+        Action::Run => match args.app_mode(stdin_is_tty(), stdout_is_tty()) {
+            AppMode::Rpc => modes::rpc::run(),
+            AppMode::Json | AppMode::Print | AppMode::Interactive => not_yet(
+                "only --mode rpc is available in this build; interactive, json and print modes are not implemented yet",
+            ),
+        },
+        Action::ListModels { .. } => not_yet("--list-models is not implemented yet"),
+        Action::Export { .. } => not_yet("--export is not implemented yet"),
+        Action::Command { command, .. } => {
+            not_yet(&format!("`pi {}` is not implemented yet", command.name()))
+        }
+    }
+}
+
+fn not_yet(message: &str) -> i32 {
+    eprintln!("Error: {message}");
+    1
+}
+
+fn stdin_is_tty() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+fn stdout_is_tty() -> bool {
+    std::io::stdout().is_terminal()
 }
 
 /// Pi marks its environment so tools and scripts run by the agent can tell (`AI_AGENT=pi`,

@@ -10,21 +10,35 @@ use support::Pi;
 fn crlf_line_is_answered() {
     let mut pi = Pi::rpc();
     pi.write(b"{\"id\":\"a\",\"type\":\"abort\"}\r\n");
-    assert_eq!(pi.read_line(), r#"{"id":"a","type":"response","command":"abort","success":true}"#);
+    assert_eq!(
+        pi.read_line(),
+        r#"{"id":"a","type":"response","command":"abort","success":true}"#
+    );
 }
 
 #[test]
 fn two_commands_in_one_write_get_two_responses_in_order() {
     let mut pi = Pi::rpc();
     pi.write(b"{\"id\":1,\"type\":\"abort_bash\"}\n{\"id\":2,\"type\":\"abort_retry\"}\n");
-    assert_eq!(pi.read_json(), json!({"id":1,"type":"response","command":"abort_bash","success":true}));
-    assert_eq!(pi.read_json(), json!({"id":2,"type":"response","command":"abort_retry","success":true}));
+    assert_eq!(
+        pi.read_json(),
+        json!({"id":1,"type":"response","command":"abort_bash","success":true})
+    );
+    assert_eq!(
+        pi.read_json(),
+        json!({"id":2,"type":"response","command":"abort_retry","success":true})
+    );
 }
 
 #[test]
 fn one_command_split_across_writes() {
     let mut pi = Pi::rpc();
-    for part in [&b"{\"id\":\"s"[..], b"plit\",\"ty", b"pe\":\"abort_bash\"", b"}\n"] {
+    for part in [
+        &b"{\"id\":\"s"[..],
+        b"plit\",\"ty",
+        b"pe\":\"abort_bash\"",
+        b"}\n",
+    ] {
         pi.write(part);
         std::thread::sleep(Duration::from_millis(30));
     }
@@ -86,7 +100,10 @@ fn one_megabyte_line_is_handled() {
     let mut pi = Pi::rpc();
     let pad = "x".repeat(1024 * 1024);
     pi.write(format!("{{\"id\":\"big\",\"type\":\"abort_bash\",\"pad\":\"{pad}\"}}\n").as_bytes());
-    assert_eq!(pi.read_json(), json!({"id":"big","type":"response","command":"abort_bash","success":true}));
+    assert_eq!(
+        pi.read_json(),
+        json!({"id":"big","type":"response","command":"abort_bash","success":true})
+    );
 }
 
 #[test]
@@ -157,7 +174,15 @@ fn missing_field_is_a_clear_error() {
 #[test]
 fn concurrent_commands_are_each_answered_exactly_once() {
     let mut pi = Pi::rpc();
-    let kinds = ["abort", "abort_bash", "clear_queue", "get_state", "prompt", "bash", "nope"];
+    let kinds = [
+        "abort",
+        "abort_bash",
+        "clear_queue",
+        "get_state",
+        "prompt",
+        "bash",
+        "nope",
+    ];
     let mut batch = String::new();
     for i in 0..140 {
         let kind = kinds[i % kinds.len()];
@@ -185,7 +210,10 @@ fn concurrent_commands_are_each_answered_exactly_once() {
     }
     pi.close_stdin();
     assert_eq!(pi.wait_exit(), Some(0));
-    assert!(pi.read_rest().iter().all(|r| r["type"] != "response"), "extra responses");
+    assert!(
+        pi.read_rest().iter().all(|r| r["type"] != "response"),
+        "extra responses"
+    );
 }
 
 #[test]

@@ -59,7 +59,12 @@ impl Pi {
             }
         });
         let stdin = child.stdin.take();
-        Pi { child, stdin, lines, _home: home }
+        Pi {
+            child,
+            stdin,
+            lines,
+            _home: home,
+        }
     }
 
     pub fn pid(&self) -> u32 {
@@ -87,7 +92,9 @@ impl Pi {
     }
 
     pub fn read_line(&mut self) -> String {
-        self.lines.recv_timeout(READ_TIMEOUT).expect("a stdout record before the timeout")
+        self.lines
+            .recv_timeout(READ_TIMEOUT)
+            .expect("a stdout record before the timeout")
     }
 
     pub fn read_json(&mut self) -> Value {
