@@ -24,8 +24,8 @@ pub enum StreamingBehavior {
     FollowUp,
 }
 
-/// One RPC command. The `id` travels beside it in [`CommandEnvelope`] because it is echoed
-/// verbatim, with whatever JSON type the client gave it.
+/// One RPC command. The `id` travels beside it because it is echoed
+/// verbatim, with whatever JSON type the client gave it (see [`Incoming::Command`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",

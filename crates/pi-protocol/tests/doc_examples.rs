@@ -1,0 +1,537 @@
+//! Every record of the fixtures in `tests/fixtures/` must deserialize into its typed value and
+//! re-serialize to the same bytes.
+//!
+//! * `doc_*.jsonl`: the shapes of Pi 1.6.0's docs (`rpc-commands.md`, `json.md`,
+//!   `rpc-extension-ui.md`, `message-types.md`, `session-format.md`), written out as compact
+//!   JSON in the key order Pi uses (generator: `fixtures/capture/gen_doc.py`).
+//! * `real_*_rpc.jsonl`: complete stdout of Pi 1.6.0 RPC runs against a local mock LLM
+//!   (openai-completions and anthropic-messages, an extension exercising the UI protocol and
+//!   custom entries, a manual compaction, HTTP 500 with auto-retry); `real_*_session.jsonl`: the
+//!   session files those runs wrote. Captured unmodified (`fixtures/capture/`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use pi_protocol::assistant_event::WireAssistantEvent;
+use pi_protocol::command::{Incoming, decode_command};
+use pi_protocol::content::AssistantBlock;
+use pi_protocol::event::{MessageUpdateRef, SessionEvent};
+use pi_protocol::extension_ui::{ExtensionUiRequest, UiRequest};
+use pi_protocol::js_parse::parse_js_json;
+use pi_protocol::json::to_js_string;
+use pi_protocol::message::{AgentMessage, SystemMessage};
+use pi_protocol::model::Model;
+use pi_protocol::response::{Outcome, RpcResponse};
+use pi_protocol::results::*;
+use pi_protocol::session_entry::{FileEntry, SessionEntry};
+use pi_protocol::usage::StopReason;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> Vec<(usize, String)> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let lines: Vec<(usize, String)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(i, l)| (i + 1, l.to_string()))
+        .collect();
+    assert!(!lines.is_empty(), "{name} is empty");
+    lines
+}
+
+/// Parses like `JSON.parse` (V8 float rounding, JavaScript key order).
+fn parse(line: &str) -> Value {
+    parse_js_json(line).unwrap_or_else(|e| panic!("not JSON: {e}: {line}"))
+}
+
+/// Deserializes `line` as `T` and checks that it re-serializes byte-identically. Also checks
+/// that serde_json's own parser accepts the line.
+fn round_trip<T: DeserializeOwned + Serialize>(where_: &str, line: &str) -> T {
+    let typed: T = serde_json::from_value(parse(line))
+        .unwrap_or_else(|e| panic!("{where_}: does not deserialize: {e}\n{line}"));
+    let again = to_js_string(&typed).unwrap_or_else(|e| panic!("{where_}: {e}"));
+    assert_eq!(again, line, "{where_}: re-serialized differently");
+    serde_json::from_str::<T>(line)
+        .unwrap_or_else(|e| panic!("{where_}: serde_json::from_str fails: {e}"));
+    typed
+}
+
+/// The typed `data` of every response shape.
+enum Data {
+    Prompt(PromptData),
+    Queued(QueuedInputData),
+    ClearQueue(ClearQueueData),
+    Cancelled(CancelledData),
+    State(Box<RpcSessionState>),
+    Model(Box<Model>),
+    CycleModel(Option<Box<CycleModelData>>),
+    Models(AvailableModelsData),
+    Level(Option<ThinkingLevelData>),
+    Levels(AvailableThinkingLevelsData),
+    Compact(CompactionResult),
+    Bash(BashResult),
+    Stats(SessionStats),
+    Export(ExportHtmlData),
+    Fork(ForkData),
+    ForkMessages(ForkMessagesData),
+    Entries(EntriesData),
+    Tree(TreeData),
+    LastText(LastAssistantTextData),
+    Messages(MessagesData),
+    Commands(CommandsData),
+}
+
+impl Serialize for Data {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Data::Prompt(d) => d.serialize(s),
+            Data::Queued(d) => d.serialize(s),
+            Data::ClearQueue(d) => d.serialize(s),
+            Data::Cancelled(d) => d.serialize(s),
+            Data::State(d) => d.serialize(s),
+            Data::Model(d) => d.serialize(s),
+            Data::CycleModel(d) => d.serialize(s),
+            Data::Models(d) => d.serialize(s),
+            Data::Level(d) => d.serialize(s),
+            Data::Levels(d) => d.serialize(s),
+            Data::Compact(d) => d.serialize(s),
+            Data::Bash(d) => d.serialize(s),
+            Data::Stats(d) => d.serialize(s),
+            Data::Export(d) => d.serialize(s),
+            Data::Fork(d) => d.serialize(s),
+            Data::ForkMessages(d) => d.serialize(s),
+            Data::Entries(d) => d.serialize(s),
+            Data::Tree(d) => d.serialize(s),
+            Data::LastText(d) => d.serialize(s),
+            Data::Messages(d) => d.serialize(s),
+            Data::Commands(d) => d.serialize(s),
+        }
+    }
+}
+
+fn typed_data(command: &str, data: Value) -> Result<Data, serde_json::Error> {
+    use serde_json::from_value as f;
+    Ok(match command {
+        "prompt" => Data::Prompt(f(data)?),
+        "steer" | "follow_up" => Data::Queued(f(data)?),
+        "clear_queue" => Data::ClearQueue(f(data)?),
+        "new_session" | "switch_session" | "clone" => Data::Cancelled(f(data)?),
+        "get_state" => Data::State(f(data)?),
+        "set_model" => Data::Model(f(data)?),
+        "cycle_model" => Data::CycleModel(f(data)?),
+        "get_available_models" => Data::Models(f(data)?),
+        "cycle_thinking_level" => Data::Level(f(data)?),
+        "get_available_thinking_levels" => Data::Levels(f(data)?),
+        "compact" => Data::Compact(f(data)?),
+        "bash" => Data::Bash(f(data)?),
+        "get_session_stats" => Data::Stats(f(data)?),
+        "export_html" => Data::Export(f(data)?),
+        "fork" => Data::Fork(f(data)?),
+        "get_fork_messages" => Data::ForkMessages(f(data)?),
+        "get_entries" => Data::Entries(f(data)?),
+        "get_tree" => Data::Tree(f(data)?),
+        "get_last_assistant_text" => Data::LastText(f(data)?),
+        "get_messages" => Data::Messages(f(data)?),
+        "get_commands" => Data::Commands(f(data)?),
+        other => panic!("no data type for command {other}"),
+    })
+}
+
+fn check_response(where_: &str, line: &str) {
+    let Value::Object(obj) = parse(line) else {
+        panic!("{where_}: not an object")
+    };
+    let command = obj.get("command").cloned();
+    let outcome = if obj.get("success") == Some(&Value::Bool(true)) {
+        match obj.get("data") {
+            Some(data) => {
+                let name = command.as_ref().and_then(Value::as_str).unwrap_or_default();
+                Outcome::Data(
+                    typed_data(name, data.clone())
+                        .unwrap_or_else(|e| panic!("{where_}: data of {name}: {e}\n{line}")),
+                )
+            }
+            None => Outcome::Ok,
+        }
+    } else {
+        Outcome::Error(
+            obj.get("error")
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| panic!("{where_}: error response without error"))
+                .to_string(),
+        )
+    };
+    let response = RpcResponse {
+        id: obj.get("id").cloned(),
+        command,
+        outcome,
+    };
+    assert_eq!(to_js_string(&response).unwrap(), line, "{where_}");
+}
+
+fn assert_message_typed(where_: &str, m: &AgentMessage) {
+    assert!(
+        !matches!(m, AgentMessage::Other(_)),
+        "{where_}: message not recognized: {m:?}"
+    );
+}
+
+fn assert_entry_typed(where_: &str, e: &SessionEntry) {
+    assert!(
+        !matches!(e, SessionEntry::Other(_)),
+        "{where_}: entry not recognized: {e:?}"
+    );
+    if let SessionEntry::Message(m) = e {
+        assert_message_typed(where_, &m.message);
+    }
+}
+
+/// Checks every line of an RPC stdout capture; returns the events.
+fn check_rpc_stream(name: &str) -> Vec<SessionEvent> {
+    let mut events = Vec::new();
+    for (n, line) in fixture(name) {
+        let where_ = format!("{name}:{n}");
+        let kind = parse(&line)
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match kind.as_deref() {
+            Some("response") => check_response(&where_, &line),
+            Some("extension_ui_request") => {
+                round_trip::<ExtensionUiRequest>(&where_, &line);
+            }
+            _ => {
+                let event: SessionEvent = round_trip(&where_, &line);
+                check_event_contents(&where_, &line, &event);
+                events.push(event);
+            }
+        }
+    }
+    events
+}
+
+/// Asserts that a message Pi wrote uses our canonical key order (so values we build are written
+/// the way Pi writes them), except for the leading system message, which uses
+/// [`SystemMessage::RUN_START_ORDER`]. Checks content blocks and usage too.
+fn assert_pi_order(where_: &str, m: &AgentMessage) {
+    let canonical = |ok: bool, what: &str| assert!(ok, "{where_}: {what} not in canonical order");
+    let usage_ok = |u: &pi_protocol::usage::Usage| {
+        u.rest.order().is_canonical() && u.cost.rest.order().is_canonical()
+    };
+    match m {
+        AgentMessage::Assistant(a) => {
+            canonical(a.rest.order().is_canonical(), "assistant message");
+            canonical(usage_ok(&a.usage), "usage");
+            for b in &a.content {
+                let ok = match b {
+                    AssistantBlock::Text(t) => t.rest.order().is_canonical(),
+                    AssistantBlock::Thinking(t) => t.rest.order().is_canonical(),
+                    AssistantBlock::ToolCall(t) => t.rest.order().is_canonical(),
+                };
+                canonical(ok, "assistant block");
+            }
+        }
+        AgentMessage::System(sys) => {
+            if !sys.rest.order().is_canonical() {
+                let present: Vec<&str> = SystemMessage::RUN_START_ORDER
+                    .iter()
+                    .copied()
+                    .filter(|k| sys.rest.order().keys().contains(k))
+                    .collect();
+                assert_eq!(
+                    sys.rest.order().keys(),
+                    present,
+                    "{where_}: system message order"
+                );
+            }
+            for t in sys.tools_added.iter().flatten() {
+                canonical(t.rest.order().is_canonical(), "tool declaration");
+            }
+        }
+        AgentMessage::User(u) => canonical(u.rest.order().is_canonical(), "user message"),
+        AgentMessage::ToolResult(t) => {
+            canonical(t.rest.order().is_canonical(), "tool result");
+            canonical(t.usage.as_ref().is_none_or(usage_ok), "tool result usage");
+        }
+        AgentMessage::BashExecution(b) => canonical(b.rest.order().is_canonical(), "bash message"),
+        AgentMessage::Custom(c) => canonical(c.rest.order().is_canonical(), "custom message"),
+        AgentMessage::BranchSummary(b) => {
+            canonical(b.rest.order().is_canonical(), "branch summary")
+        }
+        AgentMessage::CompactionSummary(c) => {
+            canonical(c.rest.order().is_canonical(), "compaction summary")
+        }
+        AgentMessage::Other(_) => {}
+    }
+}
+
+fn assert_entry_pi_order(where_: &str, e: &SessionEntry) {
+    let ok = match e {
+        SessionEntry::Message(m) => {
+            assert_pi_order(where_, &m.message);
+            m.rest.order().is_canonical()
+        }
+        SessionEntry::ThinkingLevelChange(x) => x.rest.order().is_canonical(),
+        SessionEntry::ModelChange(x) => x.rest.order().is_canonical(),
+        SessionEntry::Usage(x) => x.rest.order().is_canonical(),
+        SessionEntry::Compaction(x) => {
+            if let Some(sys) = &x.system_message {
+                assert!(
+                    sys.rest.order().is_canonical(),
+                    "{where_}: compaction systemMessage"
+                );
+            }
+            x.rest.order().is_canonical()
+        }
+        SessionEntry::BranchSummary(x) => x.rest.order().is_canonical(),
+        SessionEntry::Custom(x) => x.rest.order().is_canonical(),
+        SessionEntry::CustomMessage(x) => x.rest.order().is_canonical(),
+        SessionEntry::ContextEdit(x) => x.rest.order().is_canonical(),
+        SessionEntry::Label(x) => x.rest.order().is_canonical(),
+        SessionEntry::SessionInfo(x) => x.rest.order().is_canonical(),
+        SessionEntry::Other(_) => true,
+    };
+    assert!(ok, "{where_}: {} entry not in canonical order", e.kind());
+}
+
+fn check_event_contents(where_: &str, line: &str, event: &SessionEvent) {
+    match event {
+        SessionEvent::MessageStart { message } | SessionEvent::MessageEnd { message } => {
+            assert_message_typed(where_, message);
+            assert_pi_order(where_, message);
+        }
+        SessionEvent::TurnEnd {
+            message,
+            tool_results,
+        } => {
+            assert_message_typed(where_, message);
+            assert_pi_order(where_, message);
+            for t in tool_results {
+                assert!(t.rest.order().is_canonical(), "{where_}: toolResults");
+            }
+        }
+        SessionEvent::AgentEnd { messages, .. } => {
+            for m in messages {
+                assert_message_typed(where_, m);
+                assert_pi_order(where_, m);
+            }
+        }
+        SessionEvent::EntryAppended { entry } => {
+            assert_entry_typed(where_, entry);
+            assert_entry_pi_order(where_, entry);
+        }
+        SessionEvent::MessageUpdate {
+            usage,
+            assistant_message_event,
+        } => {
+            assert!(usage.rest.order().is_canonical(), "{where_}: usage order");
+            let fast = to_js_string(&MessageUpdateRef {
+                usage,
+                event: assistant_message_event,
+            })
+            .unwrap();
+            assert_eq!(fast, line, "{where_}: MessageUpdateRef differs");
+        }
+        _ => {}
+    }
+}
+
+fn check_session_file(name: &str) -> Vec<FileEntry> {
+    let mut out = Vec::new();
+    for (n, line) in fixture(name) {
+        let where_ = format!("{name}:{n}");
+        let entry: FileEntry = round_trip(&where_, &line);
+        match &entry {
+            FileEntry::Header(_) => assert!(n == 1 || name.starts_with("doc_"), "{where_}"),
+            FileEntry::Entry(e) => {
+                assert_entry_typed(&where_, e);
+                if name.starts_with("real_") {
+                    assert_entry_pi_order(&where_, e);
+                }
+            }
+        }
+        out.push(entry);
+    }
+    out
+}
+
+#[test]
+fn doc_rpc_commands() {
+    for (n, line) in fixture("doc_rpc_commands.jsonl") {
+        let where_ = format!("doc_rpc_commands.jsonl:{n}");
+        let Incoming::Command { id, command } = decode_command(parse(&line)) else {
+            panic!("{where_}: not a command")
+        };
+        let Value::Object(fields) = serde_json::to_value(&command).unwrap() else {
+            panic!("{where_}")
+        };
+        let mut obj = Map::new();
+        if let Some(id) = id {
+            obj.insert("id".into(), id);
+        }
+        obj.extend(fields);
+        assert_eq!(to_js_string(&obj).unwrap(), line, "{where_}");
+    }
+}
+
+#[test]
+fn doc_rpc_responses() {
+    for (n, line) in fixture("doc_rpc_responses.jsonl") {
+        check_response(&format!("doc_rpc_responses.jsonl:{n}"), &line);
+    }
+}
+
+#[test]
+fn doc_events() {
+    let events = check_rpc_stream("doc_events.jsonl");
+    let mut kinds: Vec<&str> = events.iter().map(SessionEvent::type_name).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(kinds.len(), 24, "every event type is covered: {kinds:?}");
+}
+
+#[test]
+fn doc_extension_ui() {
+    let mut methods = Vec::new();
+    for (n, line) in fixture("doc_extension_ui.jsonl") {
+        let r: ExtensionUiRequest = round_trip(&format!("doc_extension_ui.jsonl:{n}"), &line);
+        methods.push(r.request.method());
+    }
+    methods.dedup();
+    assert_eq!(methods.len(), 9, "{methods:?}");
+}
+
+#[test]
+fn doc_messages() {
+    let mut roles = Vec::new();
+    for (n, line) in fixture("doc_messages.jsonl") {
+        let where_ = format!("doc_messages.jsonl:{n}");
+        let m: AgentMessage = round_trip(&where_, &line);
+        assert_message_typed(&where_, &m);
+        roles.push(m.role().to_string());
+    }
+    roles.sort();
+    roles.dedup();
+    assert_eq!(roles.len(), 8, "{roles:?}");
+}
+
+#[test]
+fn doc_session_entries() {
+    let entries = check_session_file("doc_session.jsonl");
+    let mut kinds: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| match e {
+            FileEntry::Entry(e) => Some(e.kind()),
+            FileEntry::Header(_) => None,
+        })
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(kinds.len(), 11, "every entry type is covered: {kinds:?}");
+}
+
+#[test]
+fn real_openai_completions_run() {
+    let events = check_rpc_stream("real_openai_rpc.jsonl");
+    let tool_use = events
+        .iter()
+        .find_map(|e| match e {
+            SessionEvent::MessageEnd {
+                message: AgentMessage::Assistant(a),
+            } if a.stop_reason == StopReason::ToolUse => Some(a),
+            _ => None,
+        })
+        .expect("an assistant message that called a tool");
+    assert_eq!(tool_use.usage.reasoning, Some(2));
+    assert_eq!(tool_use.response_id.as_deref(), Some("c1"));
+    let AssistantBlock::ToolCall(call) = &tool_use.content[2] else {
+        panic!("third block is the tool call")
+    };
+    assert_eq!(call.arguments.get("command"), Some(&Value::from("echo hi")));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SessionEvent::MessageUpdate {
+            assistant_message_event: WireAssistantEvent::ToolcallStart { .. },
+            ..
+        }
+    )));
+    check_session_file("real_openai_session.jsonl");
+}
+
+#[test]
+fn real_anthropic_messages_run() {
+    let events = check_rpc_stream("real_anthropic_rpc.jsonl");
+    let usage_with_1h = events.iter().any(|e| {
+        matches!(e, SessionEvent::MessageUpdate { usage, .. } if usage.cache_write_1h == Some(0))
+    });
+    assert!(usage_with_1h);
+    check_session_file("real_anthropic_session.jsonl");
+}
+
+#[test]
+fn real_extension_run() {
+    check_rpc_stream("real_extension_rpc.jsonl");
+    let mut dialogs = 0;
+    for (n, line) in fixture("real_extension_rpc.jsonl") {
+        if line.contains("\"extension_ui_request\"") {
+            let r: ExtensionUiRequest = round_trip(&format!("real_extension_rpc.jsonl:{n}"), &line);
+            if r.request.is_dialog() {
+                dialogs += 1;
+            }
+            if let UiRequest::SetStatus { status_text, .. } = &r.request {
+                assert!(status_text.is_none() || status_text.as_deref() == Some("running"));
+            }
+        }
+    }
+    assert_eq!(dialogs, 4);
+    let entries = check_session_file("real_extension_session.jsonl");
+    assert!(entries.iter().any(|e| matches!(
+        e,
+        FileEntry::Entry(SessionEntry::Label(l)) if l.label.is_none()
+    )));
+    check_session_file("real_clone_session.jsonl");
+}
+
+#[test]
+fn real_compaction_run() {
+    let events = check_rpc_stream("real_compaction_rpc.jsonl");
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SessionEvent::CompactionEnd {
+            result: Some(_),
+            ..
+        }
+    )));
+    let entries = check_session_file("real_compaction_session.jsonl");
+    let compaction = entries
+        .iter()
+        .find_map(|e| match e {
+            FileEntry::Entry(SessionEntry::Compaction(c)) => Some(c),
+            _ => None,
+        })
+        .expect("a compaction entry");
+    let system = compaction.system_message.as_ref().expect("systemMessage");
+    assert!(system.tools_added.as_ref().is_some_and(|t| !t.is_empty()));
+}
+
+#[test]
+fn real_error_and_retry_run() {
+    let events = check_rpc_stream("real_error_rpc.jsonl");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, SessionEvent::AutoRetryStart { .. }))
+    );
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SessionEvent::EntryAppended {
+            entry: SessionEntry::ContextEdit(c)
+        } if c.replacement.is_none()
+    )));
+    check_session_file("real_error_session.jsonl");
+}
