@@ -1,0 +1,274 @@
+//! The agent: its state, queues and the entry points that start a low-level run.
+
+use crate::event::AgentEvent;
+use crate::queue::PendingQueue;
+use crate::tool::{AgentTool, ExecutionMode};
+use pi_ai::{AssistantStream, LlmContext, StreamOptions};
+use pi_protocol::QueueMode;
+use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
+use pi_protocol::model::Model;
+use pi_protocol::thinking::ThinkingLevel;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+pub type BoxFuture<'a, T = ()> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Starts a model request (Pi's `StreamFn`); `pi_ai::stream` in production, scripted in tests.
+pub type StreamFn = Arc<dyn Fn(&Model, LlmContext, StreamOptions) -> AssistantStream + Send + Sync>;
+
+/// Turns agent messages into what the model sees (system, user, assistant, toolResult).
+pub type ConvertToLlm = Arc<dyn Fn(&[AgentMessage]) -> Vec<AgentMessage> + Send + Sync>;
+
+/// Receives every event, in order. The loop waits for each call, so a slow listener (a client
+/// that stopped reading) pauses the run instead of queueing without bound.
+pub trait AgentListener: Send + Sync {
+    fn on_event<'a>(&'a self, event: &'a AgentEvent) -> BoxFuture<'a>;
+}
+
+/// A completed turn, as the hooks see it.
+pub struct TurnContext<'a> {
+    pub message: &'a AssistantMessage,
+    pub tool_results: &'a [ToolResultMessage],
+    pub context: &'a [AgentMessage],
+}
+
+/// Replacement state for the next turn (e.g. after compaction).
+#[derive(Default)]
+pub struct TurnUpdate {
+    /// Replaces the whole context of the run.
+    pub context: Option<Vec<AgentMessage>>,
+    pub model: Option<Model>,
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+/// Points where the session runtime takes part in a run.
+pub trait RunHooks: Send + Sync {
+    /// Called before every turn after the first (Pi's `prepareNextTurn`).
+    fn prepare_next_turn<'a>(
+        &'a self,
+        _turn: &'a TurnContext<'a>,
+    ) -> BoxFuture<'a, Option<TurnUpdate>> {
+        Box::pin(async { None })
+    }
+
+    /// The credential for a provider, resolved per request (tokens may expire).
+    fn api_key<'a>(&'a self, _provider: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+}
+
+/// Hooks that do nothing.
+pub struct NoHooks;
+impl RunHooks for NoHooks {}
+
+pub struct AgentConfig {
+    pub stream_fn: StreamFn,
+    pub convert_to_llm: ConvertToLlm,
+    pub listener: Arc<dyn AgentListener>,
+    pub hooks: Arc<dyn RunHooks>,
+    pub tool_execution: ExecutionMode,
+    pub session_id: Option<String>,
+    pub max_tokens: Option<u64>,
+}
+
+/// The agent's state between and during runs.
+pub struct AgentState {
+    /// The transcript: every message whose `message_end` was emitted.
+    pub messages: Vec<AgentMessage>,
+    pub model: Model,
+    pub thinking_level: ThinkingLevel,
+    pub tools: Vec<Arc<dyn AgentTool>>,
+    /// Error message of the last turn that failed.
+    pub error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    #[error(
+        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+    )]
+    AlreadyPrompting,
+    #[error("Agent is already processing. Wait for completion before continuing.")]
+    AlreadyContinuing,
+    #[error("No messages to continue from")]
+    NothingToContinue,
+    #[error("Cannot continue from message role: assistant")]
+    ContinueFromAssistant,
+}
+
+pub struct Agent {
+    state: Mutex<AgentState>,
+    steering: Mutex<PendingQueue>,
+    follow_up: Mutex<PendingQueue>,
+    /// Cancellation of the active run, if any.
+    active: Mutex<Option<CancellationToken>>,
+    busy: watch::Sender<bool>,
+    pub(crate) config: AgentConfig,
+}
+
+/// Locks a mutex, recovering from poisoning: state stays usable even if a listener panicked.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Agent {
+    pub fn new(config: AgentConfig, state: AgentState) -> Agent {
+        Agent {
+            state: Mutex::new(state),
+            steering: Mutex::new(PendingQueue::new(QueueMode::OneAtATime)),
+            follow_up: Mutex::new(PendingQueue::new(QueueMode::OneAtATime)),
+            active: Mutex::new(None),
+            busy: watch::channel(false).0,
+            config,
+        }
+    }
+
+    /// Runs `f` with the state locked. Never hold it across an await.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut AgentState) -> R) -> R {
+        f(&mut lock(&self.state))
+    }
+
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        lock(&self.state).messages.clone()
+    }
+
+    pub fn is_running(&self) -> bool {
+        *self.busy.borrow()
+    }
+
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        lock(&self.steering).mode = mode;
+    }
+
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        lock(&self.follow_up).mode = mode;
+    }
+
+    pub fn steer(&self, message: AgentMessage) {
+        lock(&self.steering).enqueue(message);
+    }
+
+    pub fn follow_up(&self, message: AgentMessage) {
+        lock(&self.follow_up).enqueue(message);
+    }
+
+    pub fn clear_queues(&self) {
+        lock(&self.steering).clear();
+        lock(&self.follow_up).clear();
+    }
+
+    pub fn has_queued_messages(&self) -> bool {
+        lock(&self.steering).has_items() || lock(&self.follow_up).has_items()
+    }
+
+    pub(crate) fn drain_steering(&self) -> Vec<AgentMessage> {
+        lock(&self.steering).drain()
+    }
+
+    pub(crate) fn drain_follow_up(&self) -> Vec<AgentMessage> {
+        lock(&self.follow_up).drain()
+    }
+
+    /// Aborts the active run: the provider stream and running tools are cancelled at once.
+    pub fn abort(&self) {
+        if let Some(token) = lock(&self.active).as_ref() {
+            token.cancel();
+        }
+    }
+
+    /// Resolves when no run is active.
+    pub async fn wait_for_idle(&self) {
+        let mut rx = self.busy.subscribe();
+        let _ = rx.wait_for(|busy| !*busy).await;
+    }
+
+    /// Starts a run with new messages and waits for it to end.
+    pub async fn prompt(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+        let cancel = self.begin_run().ok_or(AgentError::AlreadyPrompting)?;
+        crate::run::run(self, Some(messages), cancel.clone(), false).await;
+        self.end_run();
+        Ok(())
+    }
+
+    /// Continues from the current transcript (retries, queued messages after a run).
+    pub async fn continue_run(&self) -> Result<(), AgentError> {
+        let last_role = {
+            let state = lock(&self.state);
+            if state
+                .messages
+                .iter()
+                .all(|m| matches!(m, AgentMessage::System(_)))
+            {
+                None
+            } else {
+                state.messages.last().map(|m| m.role().to_string())
+            }
+        };
+        let Some(last_role) = last_role else {
+            return Err(if self.is_running() {
+                AgentError::AlreadyContinuing
+            } else {
+                AgentError::NothingToContinue
+            });
+        };
+        if last_role == "assistant" {
+            let steering = self.drain_steering();
+            if !steering.is_empty() {
+                let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
+                crate::run::run(self, Some(steering), cancel, true).await;
+                self.end_run();
+                return Ok(());
+            }
+            let follow_ups = self.drain_follow_up();
+            if !follow_ups.is_empty() {
+                let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
+                crate::run::run(self, Some(follow_ups), cancel, false).await;
+                self.end_run();
+                return Ok(());
+            }
+            return Err(AgentError::ContinueFromAssistant);
+        }
+        let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
+        crate::run::run(self, None, cancel, false).await;
+        self.end_run();
+        Ok(())
+    }
+
+    fn begin_run(&self) -> Option<CancellationToken> {
+        let mut active = lock(&self.active);
+        if active.is_some() {
+            return None;
+        }
+        let token = CancellationToken::new();
+        *active = Some(token.clone());
+        lock(&self.state).error_message = None;
+        self.busy.send_replace(true);
+        Some(token)
+    }
+
+    fn end_run(&self) {
+        *lock(&self.active) = None;
+        self.busy.send_replace(false);
+    }
+
+    /// Updates state for an event, then hands it to the listener (pi-agent-core's
+    /// `processEvents`).
+    pub(crate) async fn emit(&self, event: AgentEvent) {
+        match &event {
+            AgentEvent::MessageEnd { message } => lock(&self.state).messages.push(message.clone()),
+            AgentEvent::TurnEnd {
+                message: AgentMessage::Assistant(a),
+                ..
+            } => {
+                if let Some(e) = &a.error_message {
+                    lock(&self.state).error_message = Some(e.clone());
+                }
+            }
+            _ => {}
+        }
+        self.config.listener.on_event(&event).await;
+    }
+}

@@ -1,0 +1,20 @@
+//! The agent loop, independent of files and the CLI: it sends the transcript to a model, runs
+//! the tools the model calls, delivers queued steering and follow-up messages, and reports every
+//! step as an event.
+
+pub mod agent;
+pub mod event;
+mod join;
+pub mod queue;
+mod run;
+pub mod tool;
+mod tool_exec;
+pub mod transcript;
+pub mod validate;
+
+pub use agent::{
+    Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm, RunHooks,
+    StreamFn, TurnContext, TurnUpdate,
+};
+pub use event::AgentEvent;
+pub use tool::{AgentTool, ExecutionMode, ToolError, ToolFuture, ToolInvocation, ToolUpdateSink};

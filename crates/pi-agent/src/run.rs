@@ -1,0 +1,277 @@
+//! One low-level run: `agent_start` … `agent_end` (pi-agent-core's `runLoop`).
+
+use crate::agent::{Agent, TurnContext};
+use crate::event::AgentEvent;
+use crate::tool_exec::{execute_tool_calls, fail_truncated_calls};
+use crate::transcript::{declaration, declare_tool_changes};
+use pi_ai::{LlmContext, StreamEvent, StreamOptions};
+use pi_protocol::content::AssistantBlock;
+use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
+use pi_protocol::model::Model;
+use pi_protocol::thinking::ThinkingLevel;
+use pi_protocol::tool::Tool;
+use pi_protocol::usage::StopReason;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// What a run works on; replaced wholesale by `prepare_next_turn` (e.g. after compaction).
+pub(crate) struct RunState {
+    pub context: Vec<AgentMessage>,
+    pub model: Model,
+    /// `None` means thinking off.
+    pub reasoning: Option<ThinkingLevel>,
+}
+
+/// Runs the loop. `prompts` are new messages to start with; `None` continues from the context.
+/// `skip_first_steering_poll` is set when the prompts themselves are drained steering messages.
+pub(crate) async fn run(
+    agent: &Agent,
+    prompts: Option<Vec<AgentMessage>>,
+    cancel: CancellationToken,
+    skip_first_steering_poll: bool,
+) {
+    let (context, model, level) =
+        agent.with_state(|s| (s.messages.clone(), s.model.clone(), s.thinking_level));
+    let mut st = RunState {
+        context,
+        model,
+        reasoning: (level != ThinkingLevel::Off).then_some(level),
+    };
+    let mut new_messages: Vec<AgentMessage> = Vec::new();
+    agent.emit(AgentEvent::AgentStart).await;
+    agent.emit(AgentEvent::TurnStart).await;
+    if let Some(prompts) = prompts {
+        let initial =
+            declare_tool_changes(&st.context, prompts, &tool_declarations(agent), now_ms());
+        for message in initial {
+            agent
+                .emit(AgentEvent::MessageStart {
+                    message: message.clone(),
+                })
+                .await;
+            agent
+                .emit(AgentEvent::MessageEnd {
+                    message: message.clone(),
+                })
+                .await;
+            st.context.push(message.clone());
+            new_messages.push(message);
+        }
+    }
+    run_loop(
+        agent,
+        &mut st,
+        &mut new_messages,
+        &cancel,
+        skip_first_steering_poll,
+    )
+    .await;
+    agent
+        .emit(AgentEvent::AgentEnd {
+            messages: new_messages,
+        })
+        .await;
+}
+
+fn tool_declarations(agent: &Agent) -> Vec<Tool> {
+    agent.with_state(|s| {
+        s.tools
+            .iter()
+            .map(|t| declaration(t.declaration()))
+            .collect()
+    })
+}
+
+async fn run_loop(
+    agent: &Agent,
+    st: &mut RunState,
+    new_messages: &mut Vec<AgentMessage>,
+    cancel: &CancellationToken,
+    skip_first_steering_poll: bool,
+) {
+    let mut last_turn: Option<(AssistantMessage, Vec<ToolResultMessage>)> = None;
+    let mut pending = if skip_first_steering_poll {
+        Vec::new()
+    } else {
+        agent.drain_steering()
+    };
+    loop {
+        let mut more_tool_calls = true;
+        while more_tool_calls || !pending.is_empty() {
+            if let Some((message, tool_results)) = &last_turn {
+                let turn = TurnContext {
+                    message,
+                    tool_results,
+                    context: &st.context,
+                };
+                if let Some(update) = agent.config.hooks.prepare_next_turn(&turn).await {
+                    if let Some(context) = update.context {
+                        st.context = context;
+                    }
+                    if let Some(model) = update.model {
+                        st.model = model;
+                    }
+                    if let Some(level) = update.thinking_level {
+                        st.reasoning = (level != ThinkingLevel::Off).then_some(level);
+                    }
+                }
+                // Preparation may take long (compaction): pick up steering queued meanwhile,
+                // unless a poll already returned something (one-at-a-time must stay one).
+                if pending.is_empty() {
+                    pending = agent.drain_steering();
+                }
+                agent.emit(AgentEvent::TurnStart).await;
+            }
+            let queued = std::mem::take(&mut pending);
+            for message in
+                declare_tool_changes(&st.context, queued, &tool_declarations(agent), now_ms())
+            {
+                agent
+                    .emit(AgentEvent::MessageStart {
+                        message: message.clone(),
+                    })
+                    .await;
+                agent
+                    .emit(AgentEvent::MessageEnd {
+                        message: message.clone(),
+                    })
+                    .await;
+                st.context.push(message.clone());
+                new_messages.push(message);
+            }
+
+            let message = stream_assistant_response(agent, st, cancel).await;
+            new_messages.push(AgentMessage::Assistant(message.clone()));
+            if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
+                agent
+                    .emit(AgentEvent::TurnEnd {
+                        message: AgentMessage::Assistant(message),
+                        tool_results: Vec::new(),
+                    })
+                    .await;
+                return;
+            }
+
+            let has_tool_calls = message
+                .content
+                .iter()
+                .any(|b| matches!(b, AssistantBlock::ToolCall(_)));
+            let mut tool_results = Vec::new();
+            more_tool_calls = false;
+            if has_tool_calls {
+                // A `length` stop may have cut the arguments short: run none of the calls.
+                let batch = if message.stop_reason == StopReason::Length {
+                    fail_truncated_calls(agent, &message).await
+                } else {
+                    execute_tool_calls(agent, &message, cancel).await
+                };
+                more_tool_calls = !batch.terminate;
+                for result in batch.messages {
+                    st.context.push(AgentMessage::ToolResult(result.clone()));
+                    new_messages.push(AgentMessage::ToolResult(result.clone()));
+                    tool_results.push(result);
+                }
+            }
+            agent
+                .emit(AgentEvent::TurnEnd {
+                    message: AgentMessage::Assistant(message.clone()),
+                    tool_results: tool_results.clone(),
+                })
+                .await;
+            last_turn = Some((message, tool_results));
+            pending = agent.drain_steering();
+        }
+        // The run would stop here; follow-ups keep it going.
+        let follow_ups = agent.drain_follow_up();
+        if follow_ups.is_empty() {
+            break;
+        }
+        pending = follow_ups;
+    }
+}
+
+/// Sends the transcript to the model and relays its stream; returns the final message, which
+/// is also appended to the run's context.
+async fn stream_assistant_response(
+    agent: &Agent,
+    st: &mut RunState,
+    cancel: &CancellationToken,
+) -> AssistantMessage {
+    let llm_messages = (agent.config.convert_to_llm)(&st.context);
+    let api_key = agent.config.hooks.api_key(&st.model.provider).await;
+    let options = StreamOptions {
+        api_key,
+        reasoning: st.reasoning,
+        max_tokens: agent.config.max_tokens,
+        session_id: agent.config.session_id.clone(),
+        cancel: cancel.child_token(),
+        ..StreamOptions::default()
+    };
+    let mut stream = (agent.config.stream_fn)(
+        &st.model,
+        LlmContext {
+            messages: llm_messages,
+        },
+        options,
+    );
+    let requested = st.reasoning.unwrap_or(ThinkingLevel::Off);
+    let mut started = false;
+    let mut final_message = loop {
+        match stream.next().await {
+            Some(StreamEvent::Start { partial }) => {
+                started = true;
+                agent
+                    .emit(AgentEvent::MessageStart {
+                        message: AgentMessage::Assistant(partial),
+                    })
+                    .await;
+            }
+            Some(StreamEvent::Done { message }) | Some(StreamEvent::Error { message }) => {
+                break message;
+            }
+            Some(update) => {
+                if started {
+                    agent
+                        .emit(AgentEvent::MessageUpdate { event: update })
+                        .await;
+                }
+            }
+            None => break vanished_stream_message(&st.model, cancel.is_cancelled()),
+        }
+    };
+    // Pi records the requested level on the message, whichever provider answered.
+    final_message.thinking_level = Some(requested);
+    if !started {
+        agent
+            .emit(AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(final_message.clone()),
+            })
+            .await;
+    }
+    agent
+        .emit(AgentEvent::MessageEnd {
+            message: AgentMessage::Assistant(final_message.clone()),
+        })
+        .await;
+    st.context
+        .push(AgentMessage::Assistant(final_message.clone()));
+    final_message
+}
+
+/// A provider task that ended without a terminal event (it panicked or was dropped).
+fn vanished_stream_message(model: &Model, aborted: bool) -> AssistantMessage {
+    let (reason, text) = if aborted {
+        (StopReason::Aborted, "Request was aborted")
+    } else {
+        (StopReason::Error, "Provider stream ended without a result")
+    };
+    let mut m = AssistantMessage::new(&model.api, &model.provider, &model.id, reason, now_ms());
+    m.error_message = Some(text.to_string());
+    m
+}

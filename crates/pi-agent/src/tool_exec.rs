@@ -1,0 +1,313 @@
+//! Executing the tool calls of one assistant message (pi-agent-core's `executeToolCalls`).
+//!
+//! Order rules (Pi's): `tool_execution_start` in call order while calls are prepared;
+//! preparation failures end at once; prepared calls then run concurrently (or one by one in
+//! sequential mode) and each `tool_execution_end` is emitted when its call finishes; the
+//! tool-result messages follow in call order once all are done.
+
+use crate::agent::Agent;
+use crate::event::AgentEvent;
+use crate::join::join_all;
+use crate::run::now_ms;
+use crate::tool::{AgentTool, ExecutionMode, ToolInvocation, ToolUpdateSink};
+use crate::validate::validate_tool_arguments;
+use pi_protocol::content::{AssistantBlock, TextContent, ToolCall, UserBlock};
+use pi_protocol::message::{AssistantMessage, ToolResultMessage};
+use pi_protocol::tool::AgentToolResult;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) struct Batch {
+    pub messages: Vec<ToolResultMessage>,
+    /// Every result asked the run to stop after this batch.
+    pub terminate: bool,
+}
+
+struct Finalized {
+    call: ToolCall,
+    result: AgentToolResult,
+    is_error: bool,
+    duration_ms: Option<u64>,
+}
+
+enum Prepared {
+    Immediate(Finalized),
+    Ready {
+        call: ToolCall,
+        tool: Arc<dyn AgentTool>,
+        args: Map<String, Value>,
+    },
+}
+
+fn error_result(text: impl Into<String>) -> AgentToolResult {
+    let mut r = AgentToolResult::new(vec![UserBlock::Text(TextContent::new(text))]);
+    r.details = Some(Value::Object(Map::new()));
+    r
+}
+
+fn immediate(call: &ToolCall, text: impl Into<String>) -> Prepared {
+    Prepared::Immediate(Finalized {
+        call: call.clone(),
+        result: error_result(text),
+        is_error: true,
+        duration_ms: None,
+    })
+}
+
+fn tool_calls(message: &AssistantMessage) -> Vec<ToolCall> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            AssistantBlock::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn emit_start(agent: &Agent, call: &ToolCall) {
+    agent
+        .emit(AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: Value::Object(call.arguments.clone()),
+        })
+        .await;
+}
+
+async fn emit_end(agent: &Agent, f: &Finalized) {
+    agent
+        .emit(AgentEvent::ToolExecutionEnd {
+            tool_call_id: f.call.id.clone(),
+            tool_name: f.call.name.clone(),
+            result: f.result.clone(),
+            is_error: f.is_error,
+            duration_ms: f.duration_ms,
+        })
+        .await;
+}
+
+fn result_message(f: Finalized) -> ToolResultMessage {
+    ToolResultMessage {
+        tool_call_id: f.call.id,
+        tool_name: f.call.name,
+        content: f.result.content,
+        details: f.result.details,
+        usage: f.result.usage,
+        nested_calls: None,
+        is_error: f.is_error,
+        duration_ms: f.duration_ms,
+        timestamp: now_ms(),
+        rest: Default::default(),
+    }
+}
+
+async fn emit_result_message(agent: &Agent, message: &ToolResultMessage) {
+    let m = pi_protocol::message::AgentMessage::ToolResult(message.clone());
+    agent
+        .emit(AgentEvent::MessageStart { message: m.clone() })
+        .await;
+    agent.emit(AgentEvent::MessageEnd { message: m }).await;
+}
+
+fn prepare(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> Prepared {
+    if cancel.is_cancelled() {
+        return immediate(call, "Operation aborted");
+    }
+    let tool = agent.with_state(|s| s.tools.iter().find(|t| t.name() == call.name).cloned());
+    let Some(tool) = tool else {
+        return immediate(call, format!("Tool {} not found", call.name));
+    };
+    match validate_tool_arguments(
+        tool.declaration(),
+        &call.arguments,
+        call.arguments_error.as_deref(),
+    ) {
+        Ok(args) => Prepared::Ready {
+            call: call.clone(),
+            tool,
+            args,
+        },
+        Err(text) => immediate(call, text),
+    }
+}
+
+/// Runs a prepared call, relaying its partial results, and measures its duration.
+async fn execute(
+    agent: &Agent,
+    call: ToolCall,
+    tool: Arc<dyn AgentTool>,
+    args: Map<String, Value>,
+    cancel: &CancellationToken,
+) -> Finalized {
+    let (tx, mut rx) = mpsc::unbounded_channel::<AgentToolResult>();
+    let accepting = Arc::new(AtomicBool::new(true));
+    let sink_accepting = Arc::clone(&accepting);
+    let updates: ToolUpdateSink = Arc::new(move |partial| {
+        if sink_accepting.load(Ordering::SeqCst) {
+            let _ = tx.send(partial);
+        }
+    });
+    let started = Instant::now();
+    let fut = tool.execute(ToolInvocation {
+        tool_call_id: call.id.clone(),
+        args,
+        cancel: cancel.child_token(),
+        updates,
+    });
+    tokio::pin!(fut);
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            outcome = &mut fut => break outcome,
+            Some(partial) = rx.recv() => emit_update(agent, &call, partial).await,
+        }
+    };
+    let duration_ms = (started.elapsed().as_secs_f64() * 1000.0).round() as u64;
+    // Updates sent after the tool finished are dropped; those sent before still go out.
+    accepting.store(false, Ordering::SeqCst);
+    while let Ok(partial) = rx.try_recv() {
+        emit_update(agent, &call, partial).await;
+    }
+    let (result, is_error) = match outcome {
+        Ok(result) => {
+            let is_error = result.is_error == Some(true);
+            (result, is_error)
+        }
+        Err(e) => (error_result(e.0), true),
+    };
+    Finalized {
+        call,
+        result,
+        is_error,
+        duration_ms: Some(duration_ms),
+    }
+}
+
+async fn emit_update(agent: &Agent, call: &ToolCall, partial: AgentToolResult) {
+    agent
+        .emit(AgentEvent::ToolExecutionUpdate {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: Value::Object(call.arguments.clone()),
+            partial_result: partial,
+        })
+        .await;
+}
+
+pub(crate) async fn execute_tool_calls(
+    agent: &Agent,
+    message: &AssistantMessage,
+    cancel: &CancellationToken,
+) -> Batch {
+    let calls = tool_calls(message);
+    let sequential = agent.config.tool_execution == ExecutionMode::Sequential
+        || agent.with_state(|s| {
+            calls.iter().any(|c| {
+                s.tools
+                    .iter()
+                    .any(|t| t.name() == c.name && t.execution_mode() == ExecutionMode::Sequential)
+            })
+        });
+    if sequential {
+        return execute_sequential(agent, &calls, cancel).await;
+    }
+    let mut slots: Vec<Prepared> = Vec::new();
+    for call in &calls {
+        emit_start(agent, call).await;
+        let prepared = prepare(agent, call, cancel);
+        if let Prepared::Immediate(f) = &prepared {
+            emit_end(agent, f).await;
+        }
+        slots.push(prepared);
+    }
+    let runs = slots.into_iter().map(|p| async move {
+        match p {
+            Prepared::Immediate(f) => f,
+            Prepared::Ready { call, tool, args } => {
+                let f = if cancel.is_cancelled() {
+                    Finalized {
+                        call,
+                        result: error_result("Operation aborted"),
+                        is_error: true,
+                        duration_ms: None,
+                    }
+                } else {
+                    execute(agent, call, tool, args, cancel).await
+                };
+                emit_end(agent, &f).await;
+                f
+            }
+        }
+    });
+    let finalized = join_all(runs.collect()).await;
+    let terminate =
+        !finalized.is_empty() && finalized.iter().all(|f| f.result.terminate == Some(true));
+    let mut messages = Vec::new();
+    for f in finalized {
+        let message = result_message(f);
+        emit_result_message(agent, &message).await;
+        messages.push(message);
+    }
+    Batch {
+        messages,
+        terminate,
+    }
+}
+
+/// One call at a time: start, update*, end and the result message, call by call.
+async fn execute_sequential(
+    agent: &Agent,
+    calls: &[ToolCall],
+    cancel: &CancellationToken,
+) -> Batch {
+    let mut messages = Vec::new();
+    let mut terminates = Vec::new();
+    for call in calls {
+        emit_start(agent, call).await;
+        let f = match prepare(agent, call, cancel) {
+            Prepared::Immediate(f) => f,
+            Prepared::Ready { call, tool, args } => execute(agent, call, tool, args, cancel).await,
+        };
+        emit_end(agent, &f).await;
+        terminates.push(f.result.terminate == Some(true));
+        let message = result_message(f);
+        emit_result_message(agent, &message).await;
+        messages.push(message);
+    }
+    let terminate = !terminates.is_empty() && terminates.iter().all(|t| *t);
+    Batch {
+        messages,
+        terminate,
+    }
+}
+
+/// Every call of a message cut off by the output token limit fails without running.
+pub(crate) async fn fail_truncated_calls(agent: &Agent, message: &AssistantMessage) -> Batch {
+    let mut messages = Vec::new();
+    for call in tool_calls(message) {
+        emit_start(agent, &call).await;
+        let text = format!(
+            "Tool call \"{}\" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.",
+            call.name
+        );
+        let f = Finalized {
+            call,
+            result: error_result(text),
+            is_error: true,
+            duration_ms: None,
+        };
+        emit_end(agent, &f).await;
+        let m = result_message(f);
+        emit_result_message(agent, &m).await;
+        messages.push(m);
+    }
+    Batch {
+        messages,
+        terminate: false,
+    }
+}

@@ -1,0 +1,146 @@
+//! Tool declarations carried by the transcript's system messages.
+//!
+//! What the model may call is whatever the system messages declare, replayed in order
+//! (`toolsAdded` then `toolsRemoved`); what the runtime can execute is the agent's tool set.
+//! Before a request the difference is declared on a system message, so replaying the
+//! transcript always yields exactly the executable set.
+
+use pi_protocol::json::to_js_string;
+use pi_protocol::message::{AgentMessage, SystemMessage};
+use pi_protocol::tool::{Tool, ToolReference};
+
+/// The tools declared after replaying every system message of `messages`, in declaration order.
+pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = Vec::new();
+    for message in messages {
+        let AgentMessage::System(system) = message else {
+            continue;
+        };
+        for removed in system.tools_removed.iter().flatten() {
+            tools.retain(|t| t.name != removed.name);
+        }
+        for added in system.tools_added.iter().flatten() {
+            match tools.iter_mut().find(|t| t.name == added.name) {
+                // A Map keeps the first insertion position on overwrite.
+                Some(slot) => *slot = added.clone(),
+                None => tools.push(added.clone()),
+            }
+        }
+    }
+    tools
+}
+
+/// Declarations compare by their serialized form, as Pi does.
+fn same_declaration(a: &Tool, b: &Tool) -> bool {
+    to_js_string(&declaration(a)).ok() == to_js_string(&declaration(b)).ok()
+}
+
+/// A tool as the transcript records it: name, description, parameters, constrained sampling.
+pub fn declaration(tool: &Tool) -> Tool {
+    Tool {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        parameters: tool.parameters.clone(),
+        constrained_sampling: tool.constrained_sampling.clone(),
+        rest: Default::default(),
+    }
+}
+
+/// `(added, removed)` turning `previous` into `current`; a changed definition is both.
+pub fn tool_changes(previous: &[Tool], current: &[Tool]) -> (Vec<Tool>, Vec<ToolReference>) {
+    let added = current
+        .iter()
+        .filter(|t| {
+            !previous
+                .iter()
+                .any(|p| p.name == t.name && same_declaration(p, t))
+        })
+        .map(declaration)
+        .collect();
+    let removed = previous
+        .iter()
+        .filter(|p| {
+            !current
+                .iter()
+                .any(|t| t.name == p.name && same_declaration(p, t))
+        })
+        .map(|p| ToolReference {
+            name: p.name.clone(),
+            rest: Default::default(),
+        })
+        .collect();
+    (added, removed)
+}
+
+fn with_changes(
+    mut message: SystemMessage,
+    added: Vec<Tool>,
+    removed: Vec<ToolReference>,
+) -> SystemMessage {
+    message.tools_added = (!added.is_empty()).then_some(added);
+    message.tools_removed = (!removed.is_empty()).then_some(removed);
+    message
+}
+
+/// Declares the difference between the transcript's tools and `executable` on the pending
+/// messages: on the last pending system message if there is one (its tool fields are treated as
+/// intent and replaced by the real delta), else on a new system message inserted before the
+/// first non-system pending message. Returns `pending` unchanged when nothing differs.
+pub fn declare_tool_changes(
+    context: &[AgentMessage],
+    mut pending: Vec<AgentMessage>,
+    executable: &[Tool],
+    now_ms: u64,
+) -> Vec<AgentMessage> {
+    let system_index = pending
+        .iter()
+        .rposition(|m| matches!(m, AgentMessage::System(_)));
+    let baseline: Vec<AgentMessage> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match (Some(i) == system_index, m) {
+            (true, AgentMessage::System(s)) => {
+                AgentMessage::System(with_changes(s.clone(), Vec::new(), Vec::new()))
+            }
+            _ => m.clone(),
+        })
+        .collect();
+    let declared = current_tools(context.iter().chain(baseline.iter()));
+    let (added, removed) = tool_changes(&declared, executable);
+    let unchanged = added.is_empty() && removed.is_empty();
+    if let Some(index) = system_index {
+        if let AgentMessage::System(existing) = &pending[index] {
+            let declares_nothing = existing.tools_added.as_ref().is_none_or(Vec::is_empty)
+                && existing.tools_removed.as_ref().is_none_or(Vec::is_empty);
+            if unchanged && declares_nothing {
+                return pending;
+            }
+            let patched = with_changes(existing.clone(), added, removed);
+            let mut out = baseline;
+            out[index] = AgentMessage::System(patched);
+            return out;
+        }
+        return pending;
+    }
+    if unchanged {
+        return pending;
+    }
+    let update = with_changes(
+        SystemMessage {
+            content: pi_protocol::content::SystemContent::text(""),
+            sections: None,
+            tools_added: None,
+            tools_removed: None,
+            timestamp: now_ms,
+            rest: Default::default(),
+        },
+        added,
+        removed,
+    );
+    let at = pending
+        .iter()
+        .position(|m| !matches!(m, AgentMessage::System(_)))
+        .unwrap_or(pending.len());
+    pending.insert(at, AgentMessage::System(update));
+    pending
+}

@@ -1,0 +1,144 @@
+//! The contract between a provider and its consumer (the agent loop).
+//!
+//! Pi's `AssistantMessageEvent` carries the whole partial message on every event. Copying that
+//! per delta would make a long response quadratic, so our events carry only what changed plus a
+//! snapshot of the running [`Usage`] (which the wire's `message_update` needs); the consumer
+//! rebuilds nothing, because `Done`/`Error` bring the final message.
+
+use pi_protocol::content::ToolCall;
+use pi_protocol::message::{AgentMessage, AssistantMessage};
+use pi_protocol::thinking::ThinkingLevel;
+use pi_protocol::usage::Usage;
+use crate::budget::ThinkingBudgets;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// What the model sees: the normalized transcript. System instructions and tool declarations
+/// travel as `system` messages inside it (Pi's `TranscriptContext`); only the four LLM roles
+/// (system, user, assistant, toolResult) appear here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlmContext {
+    pub messages: Vec<AgentMessage>,
+}
+
+/// Per-request options (Pi's `SimpleStreamOptions`, the parts we honour).
+#[derive(Debug, Clone, Default)]
+pub struct StreamOptions {
+    /// Resolved credential for the model's provider.
+    pub api_key: Option<String>,
+    /// Requested thinking level; `None` means off.
+    pub reasoning: Option<ThinkingLevel>,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    /// Session id for providers with session-aware caching.
+    pub session_id: Option<String>,
+    /// Extra request headers (models.json `headers`, provider headers).
+    pub headers: BTreeMap<String, String>,
+    /// Cancels the request; the stream then ends with an `aborted` message.
+    pub cancel: CancellationToken,
+    /// Prompt-cache retention; `None` means `short` unless `PI_CACHE_RETENTION=long`.
+    pub cache_retention: Option<CacheRetention>,
+    /// Per-level thinking budgets for token-budget APIs (settings `thinkingBudgets`).
+    pub thinking_budgets: ThinkingBudgets,
+    /// How long the connection may be silent (waiting for headers, or between body chunks)
+    /// before the request fails; `None` is Pi's default of 300 s, zero disables it
+    /// (settings `httpIdleTimeoutMs`).
+    pub idle_timeout: Option<Duration>,
+    /// `User-Agent` header; `None` uses [`crate::http::default_user_agent`].
+    pub user_agent: Option<String>,
+}
+
+/// Prompt-cache retention preference (`CacheRetention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheRetention {
+    None,
+    Short,
+    Long,
+}
+
+impl CacheRetention {
+    /// The option, else `long` when `PI_CACHE_RETENTION=long`, else `short`.
+    pub fn resolve(option: Option<CacheRetention>) -> CacheRetention {
+        option.unwrap_or_else(|| match std::env::var("PI_CACHE_RETENTION") {
+            Ok(v) if v == "long" => CacheRetention::Long,
+            _ => CacheRetention::Short,
+        })
+    }
+}
+
+/// One streaming event. Indices are positions in the message's `content`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// The response started. `partial` has empty content and the usage known so far.
+    Start { partial: AssistantMessage },
+    TextStart { index: usize, usage: Usage },
+    TextDelta { index: usize, delta: String, usage: Usage },
+    /// `content` is the block's complete text.
+    TextEnd { index: usize, content: String, usage: Usage },
+    ThinkingStart { index: usize, usage: Usage },
+    ThinkingDelta { index: usize, delta: String, usage: Usage },
+    ThinkingEnd { index: usize, content: String, usage: Usage },
+    /// `id` and `name` are the tool call's, as the wire's `toolcall_start` reports them.
+    ToolcallStart { index: usize, id: String, name: String, usage: Usage },
+    ToolcallDelta { index: usize, delta: String, usage: Usage },
+    ToolcallEnd { index: usize, tool_call: ToolCall, usage: Usage },
+    /// The final message of a successful response (`stop`, `length`, `toolUse`).
+    Done { message: AssistantMessage },
+    /// The final message of a failed or aborted response (`stopReason` `error`/`aborted`,
+    /// `errorMessage` set, content as far as it got).
+    Error { message: AssistantMessage },
+}
+
+impl StreamEvent {
+    /// True for the two events that end a stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, StreamEvent::Done { .. } | StreamEvent::Error { .. })
+    }
+}
+
+/// Capacity of a provider's event channel: enough to decouple network reads from the
+/// consumer, small enough that a stalled consumer stalls the socket read.
+const STREAM_CHANNEL: usize = 256;
+
+/// The receiving end of a response stream. Every stream ends with exactly one
+/// `Done` or `Error` event; a provider that vanished without one is reported by [`Self::next`]
+/// returning `None`, which the consumer must turn into an error message.
+#[derive(Debug)]
+pub struct AssistantStream {
+    rx: mpsc::Receiver<StreamEvent>,
+}
+
+/// The sending end, held by a provider task.
+#[derive(Debug, Clone)]
+pub struct StreamSender {
+    tx: mpsc::Sender<StreamEvent>,
+}
+
+impl AssistantStream {
+    /// A connected pair.
+    pub fn channel() -> (StreamSender, AssistantStream) {
+        let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
+        (StreamSender { tx }, AssistantStream { rx })
+    }
+
+    /// A stream that consists of one terminal event (e.g. a request that failed before sending).
+    pub fn immediate(event: StreamEvent) -> AssistantStream {
+        let (tx, rx) = mpsc::channel(1);
+        // Capacity 1 and a fresh channel: this cannot fail.
+        let _ = tx.try_send(event);
+        AssistantStream { rx }
+    }
+
+    pub async fn next(&mut self) -> Option<StreamEvent> {
+        self.rx.recv().await
+    }
+}
+
+impl StreamSender {
+    /// Sends an event; false once the consumer is gone (the provider should stop).
+    pub async fn send(&self, event: StreamEvent) -> bool {
+        self.tx.send(event).await.is_ok()
+    }
+}
