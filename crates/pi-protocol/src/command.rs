@@ -249,8 +249,9 @@ pub fn decode_command(value: Value) -> Incoming {
     let type_value = map.get("type").cloned();
     let type_name = match &type_value {
         Some(Value::String(s)) => s.clone(),
-        Some(other) if !other.is_null() => js_string(other),
-        _ => {
+        // `"type": null` is not undefined to Pi: it answers `command:null`, `Unknown command: null`.
+        Some(other) => js_string(other),
+        None => {
             return Incoming::Rejected(Rejection {
                 id,
                 command: None,

@@ -1,0 +1,37 @@
+//! Replays every conformance scenario (`conformance/scenarios/`) against our `pi` binary and
+//! compares with the goldens recorded from Pi 1.6.0. Scenarios listed in
+//! `conformance/expected-failures.txt` must fail (the list only shrinks); all others must match.
+//! Re-record goldens with `conformance/record` (needs Node; CI does not).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use pi_test_support::conformance::Target;
+use pi_test_support::conformance::suite::{self, Layout, SuiteOptions};
+
+#[test]
+fn conformance_scenarios_match_goldens() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    let layout = Layout::new(root);
+    let target = Target {
+        label: "pi (ours)".into(),
+        program: PathBuf::from(env!("CARGO_BIN_EXE_pi")),
+        args: Vec::new(),
+        path_env: "/usr/local/bin:/usr/bin:/bin".into(),
+        package_dir: None,
+    };
+    let mut opts = SuiteOptions::replay();
+    if let Ok(names) = std::env::var("CONFORMANCE_ONLY") {
+        opts.names = names.split(',').map(|s| s.trim().to_string()).collect();
+    }
+    let report = suite::replay_blocking(&layout, &target, &opts);
+    // Written past the test harness's capture so the figure shows in every run.
+    let _ = writeln!(std::io::stdout().lock(), "{}", report.summary_line());
+    let problems = report.problems();
+    assert!(
+        problems.is_empty(),
+        "{}\n\n{}",
+        problems.join("\n\n"),
+        report.summary_line()
+    );
+}

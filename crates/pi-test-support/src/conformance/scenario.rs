@@ -1,0 +1,252 @@
+//! The scenario file format (`conformance/scenarios/<name>.json`). See `conformance/README.md`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::mock::Reply;
+
+/// One conformance scenario: the environment, the LLM script and the RPC input.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// File stem; filled in by [`Scenario::load`].
+    #[serde(skip)]
+    pub name: String,
+    pub description: String,
+    /// Set when the golden is our hand-edited expected output rather than Pi's (see DEVIATIONS.md).
+    #[serde(default)]
+    pub deviation: Option<String>,
+    /// Flags after `--mode rpc`.
+    #[serde(default = "default_args")]
+    pub args: Vec<String>,
+    /// Replaces the default `models.json`; the string `{PORT}` is replaced by the mock's port.
+    #[serde(default)]
+    pub models: Option<Value>,
+    /// Written to `<agent-dir>/settings.json`.
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// Working-directory fixture files (relative path → content).
+    #[serde(default)]
+    pub files: BTreeMap<String, FileContent>,
+    /// Agent-directory fixture files (relative path → content).
+    #[serde(default)]
+    pub agent_files: BTreeMap<String, FileContent>,
+    /// The mock's replies, one consumed per request.
+    #[serde(default)]
+    pub llm: Vec<Reply>,
+    #[serde(default)]
+    pub chunk_delay_ms: Option<u64>,
+    #[serde(default)]
+    pub header_delay_ms: Option<u64>,
+    /// The RPC input and the points where the runner waits.
+    pub steps: Vec<Step>,
+    /// How long to wait for the process to exit after the last step (default 10 s).
+    #[serde(default)]
+    pub exit_timeout_ms: Option<u64>,
+}
+
+fn default_args() -> Vec<String> {
+    ["--provider", "mock-openai", "--model", "mock-gpt"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// Fixture content: text, or `{"base64": "..."}` for binary files.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum FileContent {
+    Text(String),
+    Base64 { base64: String },
+}
+
+impl FileContent {
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        match self {
+            FileContent::Text(t) => Ok(t.as_bytes().to_vec()),
+            FileContent::Base64 { base64 } => decode_base64(base64),
+        }
+    }
+}
+
+/// One step of the RPC input.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Write the JSON value compactly plus `\n`. `${NAME}` in strings is substituted.
+    Send(Value),
+    /// Write this text verbatim (one write). `${NAME}` is substituted.
+    Raw(String),
+    /// Write these bytes verbatim (one write), e.g. invalid UTF-8.
+    RawBytes(Vec<u8>),
+    /// Wait for a stdout record.
+    Wait(Matcher),
+    /// Wait until stdout has been quiet for this many ms and the mock serves no request.
+    Idle(u64),
+    OpenGate(String),
+    /// Wait until a mock stream is held at this gate.
+    AwaitGate(String),
+    Sleep(u64),
+    CloseStdin(bool),
+    /// Send a signal by name (`TERM`, `HUP`, `INT`).
+    Signal(String),
+}
+
+/// Selects a stdout record. Every given criterion must hold. Waiting for the same matcher twice
+/// waits for its second occurrence (count from the start of the run), unless `nth` says otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matcher {
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub id: Option<Value>,
+    #[serde(default)]
+    pub command: Option<String>,
+    /// JSON pointer → expected value.
+    #[serde(default)]
+    pub fields: BTreeMap<String, Value>,
+    /// 1-based occurrence to wait for.
+    #[serde(default)]
+    pub nth: Option<usize>,
+    /// Variables to capture from the matched record: name → JSON pointer.
+    #[serde(default)]
+    pub capture: BTreeMap<String, String>,
+}
+
+impl Matcher {
+    pub fn matches(&self, record: &Value) -> bool {
+        if let Some(k) = &self.kind
+            && record.get("type").and_then(Value::as_str) != Some(k.as_str())
+        {
+            return false;
+        }
+        if let Some(id) = &self.id
+            && record.get("id") != Some(id)
+        {
+            return false;
+        }
+        if let Some(c) = &self.command
+            && record.get("command").and_then(Value::as_str) != Some(c.as_str())
+        {
+            return false;
+        }
+        self.fields
+            .iter()
+            .all(|(ptr, want)| record.pointer(ptr) == Some(want))
+    }
+
+    /// The matcher without `nth`/`capture`, used to count earlier waits for the same thing.
+    pub fn identity(&self) -> Matcher {
+        Matcher {
+            nth: None,
+            capture: BTreeMap::new(),
+            ..self.clone()
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(k) = &self.kind {
+            parts.push(format!("type={k}"));
+        }
+        if let Some(id) = &self.id {
+            parts.push(format!("id={id}"));
+        }
+        if let Some(c) = &self.command {
+            parts.push(format!("command={c}"));
+        }
+        for (p, v) in &self.fields {
+            parts.push(format!("{p}={v}"));
+        }
+        parts.join(" ")
+    }
+}
+
+impl Scenario {
+    pub fn load(path: &Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut s: Scenario =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        s.name = path
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(s)
+    }
+
+    /// All scenarios of a directory, sorted by name.
+    pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, String> {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        paths.sort();
+        paths.iter().map(|p| Scenario::load(p)).collect()
+    }
+}
+
+/// Standard base64 (with or without padding).
+pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' | b'\n' | b'\r' | b' ' => continue,
+            _ => return Err(format!("invalid base64 character {:?}", c as char)),
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn steps_and_matchers_parse() {
+        let s: Scenario = serde_json::from_value(json!({
+            "description": "d",
+            "llm": [{"text": "pong"}],
+            "steps": [
+                {"send": {"id": "1", "type": "prompt", "message": "hi"}},
+                {"wait": {"type": "response", "id": "1", "capture": {"e": "/data/x"}}},
+                {"raw": "{\"type\":\"get_state\"}\r\n"},
+                {"raw_bytes": [255, 10]},
+                {"idle": 200},
+                {"open_gate": "g"},
+                {"close_stdin": true}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(s.args[0], "--provider");
+        assert_eq!(s.steps.len(), 7);
+        let Step::Wait(m) = &s.steps[1] else { panic!() };
+        assert!(m.matches(&json!({"type": "response", "id": "1"})));
+        assert!(!m.matches(&json!({"type": "response", "id": 1})));
+    }
+
+    #[test]
+    fn base64_decodes() {
+        assert_eq!(decode_base64("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(decode_base64("AAEC").unwrap(), vec![0, 1, 2]);
+    }
+}

@@ -1,0 +1,7 @@
+//! Test doubles shared by the workspace's tests: a scripted loopback mock LLM server
+//! ([`mock`]), SSE body builders per wire API ([`sse`]) and the conformance scenario runner that
+//! records Pi 1.6.0 and replays our binary against the same goldens ([`conformance`]).
+
+pub mod conformance;
+pub mod mock;
+pub mod sse;
