@@ -5,9 +5,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
+/// A future and, once it finished, its output.
+type Slot<F> = (Pin<Box<F>>, Option<<F as Future>::Output>);
+
 pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut slots: Vec<(Pin<Box<F>>, Option<F::Output>)> =
-        futures.into_iter().map(|f| (Box::pin(f), None)).collect();
+    let mut slots: Vec<Slot<F>> = futures.into_iter().map(|f| (Box::pin(f), None)).collect();
     std::future::poll_fn(|cx| {
         let mut pending = false;
         for (fut, out) in slots.iter_mut() {

@@ -34,6 +34,8 @@ struct Finalized {
     duration_ms: Option<u64>,
 }
 
+// Short-lived, one per tool call: boxing would buy nothing.
+#[allow(clippy::large_enum_variant)]
 enum Prepared {
     Immediate(Finalized),
     Ready {

@@ -1,6 +1,8 @@
 //! The loop's event order for text, tools (parallel and sequential), steering, follow-ups,
 //! abort and `length` stops, driven by a scripted model.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
+
 use pi_agent::agent::NoHooks;
 use pi_agent::{
     Agent, AgentConfig, AgentEvent, AgentListener, AgentState, AgentTool, BoxFuture, ExecutionMode,
@@ -245,7 +247,7 @@ struct SleepTool {
 }
 
 impl SleepTool {
-    fn new(name: &str, ms: u64) -> Arc<dyn AgentTool> {
+    fn shared(name: &str, ms: u64) -> Arc<dyn AgentTool> {
         Arc::new(SleepTool {
             decl: decl(name),
             ms,
@@ -353,7 +355,10 @@ async fn plain_text_answer_emits_pi_order() {
 
 #[tokio::test]
 async fn parallel_tools_end_in_completion_order_and_results_in_call_order() {
-    let tools = vec![SleepTool::new("slow", 150), SleepTool::new("fast", 10)];
+    let tools = vec![
+        SleepTool::shared("slow", 150),
+        SleepTool::shared("fast", 10),
+    ];
     let calls = vec![
         ("c1", "slow", json!({})),
         ("c2", "fast", json!({})),
@@ -418,7 +423,7 @@ async fn parallel_tools_end_in_completion_order_and_results_in_call_order() {
 
 #[tokio::test]
 async fn sequential_mode_finishes_each_call_before_the_next() {
-    let tools = vec![SleepTool::new("slow", 50), SleepTool::new("fast", 5)];
+    let tools = vec![SleepTool::shared("slow", 50), SleepTool::shared("fast", 5)];
     let calls = vec![("c1", "slow", json!({})), ("c2", "fast", json!({}))];
     let h = harness(
         vec![Reply::Tools(calls, StopReason::ToolUse), Reply::Text("ok")],
@@ -450,7 +455,7 @@ async fn sequential_mode_finishes_each_call_before_the_next() {
 
 #[tokio::test]
 async fn length_stop_fails_every_call_without_running_it() {
-    let tools = vec![SleepTool::new("slow", 10)];
+    let tools = vec![SleepTool::shared("slow", 10)];
     let h = harness(
         vec![
             Reply::Tools(vec![("c1", "slow", json!({}))], StopReason::Length),
@@ -558,7 +563,7 @@ async fn abort_during_stream_ends_with_aborted_message() {
 
 #[tokio::test]
 async fn abort_during_tool_cancels_it_and_next_turn_is_aborted_before_any_request() {
-    let tools = vec![SleepTool::new("slow", 10_000)];
+    let tools = vec![SleepTool::shared("slow", 10_000)];
     let h = harness(
         vec![Reply::Tools(
             vec![("c1", "slow", json!({}))],

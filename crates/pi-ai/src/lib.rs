@@ -1,5 +1,27 @@
 //! Talking to LLMs: one module per wire API, all streaming into the same [`StreamEvent`]s.
 
+pub mod anthropic;
+pub mod budget;
+pub mod cost;
+mod dispatch;
+pub mod errors;
+pub mod faux;
+pub mod google;
+pub mod http;
+pub mod openai_completions;
+pub mod openai_responses;
+pub mod output;
+pub mod provider_error;
+pub mod registry;
+pub mod request;
+pub mod sse;
 pub mod stream;
+pub mod strict_schema;
+pub mod tool_args;
+pub mod transcript;
+pub mod transform;
 
-pub use stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions, StreamSender};
+pub use dispatch::stream;
+pub use stream::{
+    AssistantStream, CacheRetention, LlmContext, StreamEvent, StreamOptions, StreamSender,
+};

@@ -5,11 +5,11 @@
 //! snapshot of the running [`Usage`] (which the wire's `message_update` needs); the consumer
 //! rebuilds nothing, because `Done`/`Error` bring the final message.
 
+use crate::budget::ThinkingBudgets;
 use pi_protocol::content::ToolCall;
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::Usage;
-use crate::budget::ThinkingBudgets;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -72,23 +72,64 @@ impl CacheRetention {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     /// The response started. `partial` has empty content and the usage known so far.
-    Start { partial: AssistantMessage },
-    TextStart { index: usize, usage: Usage },
-    TextDelta { index: usize, delta: String, usage: Usage },
+    Start {
+        partial: AssistantMessage,
+    },
+    TextStart {
+        index: usize,
+        usage: Usage,
+    },
+    TextDelta {
+        index: usize,
+        delta: String,
+        usage: Usage,
+    },
     /// `content` is the block's complete text.
-    TextEnd { index: usize, content: String, usage: Usage },
-    ThinkingStart { index: usize, usage: Usage },
-    ThinkingDelta { index: usize, delta: String, usage: Usage },
-    ThinkingEnd { index: usize, content: String, usage: Usage },
+    TextEnd {
+        index: usize,
+        content: String,
+        usage: Usage,
+    },
+    ThinkingStart {
+        index: usize,
+        usage: Usage,
+    },
+    ThinkingDelta {
+        index: usize,
+        delta: String,
+        usage: Usage,
+    },
+    ThinkingEnd {
+        index: usize,
+        content: String,
+        usage: Usage,
+    },
     /// `id` and `name` are the tool call's, as the wire's `toolcall_start` reports them.
-    ToolcallStart { index: usize, id: String, name: String, usage: Usage },
-    ToolcallDelta { index: usize, delta: String, usage: Usage },
-    ToolcallEnd { index: usize, tool_call: ToolCall, usage: Usage },
+    ToolcallStart {
+        index: usize,
+        id: String,
+        name: String,
+        usage: Usage,
+    },
+    ToolcallDelta {
+        index: usize,
+        delta: String,
+        usage: Usage,
+    },
+    ToolcallEnd {
+        index: usize,
+        tool_call: ToolCall,
+        usage: Usage,
+    },
     /// The final message of a successful response (`stop`, `length`, `toolUse`).
-    Done { message: AssistantMessage },
+    Done {
+        message: AssistantMessage,
+    },
     /// The final message of a failed or aborted response (`stopReason` `error`/`aborted`,
     /// `errorMessage` set, content as far as it got).
-    Error { message: AssistantMessage },
+    Error {
+        message: AssistantMessage,
+    },
 }
 
 impl StreamEvent {

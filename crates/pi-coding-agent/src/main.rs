@@ -2,6 +2,9 @@
 
 mod cli;
 mod modes;
+mod resources;
+mod runtime;
+mod settings;
 
 use cli::{Action, AppMode, DiagnosticKind, render_diagnostics};
 use std::io::IsTerminal;
@@ -46,7 +49,7 @@ fn run(argv: &[String]) -> i32 {
         }
         Action::Run if startup_failed => 1,
         Action::Run => match args.app_mode(stdin_is_tty(), stdout_is_tty()) {
-            AppMode::Rpc => modes::rpc::run(),
+            AppMode::Rpc => modes::rpc::run(args),
             AppMode::Json | AppMode::Print | AppMode::Interactive => not_yet(
                 "only --mode rpc is available in this build; interactive, json and print modes are not implemented yet",
             ),

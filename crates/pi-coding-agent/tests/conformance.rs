@@ -3,6 +3,8 @@
 //! `conformance/expected-failures.txt` must fail (the list only shrinks); all others must match.
 //! Re-record goldens with `conformance/record` (needs Node; CI does not).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
+
 use std::io::Write;
 use std::path::PathBuf;
 

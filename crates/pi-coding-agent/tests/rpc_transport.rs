@@ -1,5 +1,7 @@
 //! The RPC transport of the real binary: framing, parse errors, correlation, shutdown.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
+
 mod support;
 
 use serde_json::{Value, json};
@@ -247,6 +249,9 @@ fn stdout_descriptor_is_private_and_fd1_points_at_stderr() {
 #[test]
 fn a_client_that_stops_reading_does_not_grow_memory() {
     let mut pi = Pi::rpc();
+    // Startup done: measure from an answered command on.
+    pi.write(b"{\"id\":\"warm\",\"type\":\"get_state\"}\n");
+    pi.read_json();
     let rss_before = pi.rss_kib();
     // ~60 MB of responses that nobody reads: the pipe fills, the writer blocks, the bounded queue
     // fills, and the input side stops reading stdin.

@@ -114,6 +114,104 @@ pub fn to_js_line<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json
     Ok(s)
 }
 
+/// A pretty formatter whose output is `JSON.stringify(value, null, 2)`: two-space indentation,
+/// `"key": value`, `{}` and `[]` for empty containers, numbers as [`JsFormatter`] writes them.
+#[derive(Debug, Clone)]
+pub struct JsPrettyFormatter {
+    inner: serde_json::ser::PrettyFormatter<'static>,
+}
+
+impl Default for JsPrettyFormatter {
+    fn default() -> Self {
+        JsPrettyFormatter {
+            inner: serde_json::ser::PrettyFormatter::with_indent(b"  "),
+        }
+    }
+}
+
+impl Formatter for JsPrettyFormatter {
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        JsFormatter.write_f64(writer, value)
+    }
+
+    fn write_f32<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f32) -> io::Result<()> {
+        JsFormatter.write_f32(writer, value)
+    }
+
+    fn begin_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.begin_array(writer)
+    }
+
+    fn end_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.end_array(writer)
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.inner.begin_array_value(writer, first)
+    }
+
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.end_array_value(writer)
+    }
+
+    fn begin_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.begin_object(writer)
+    }
+
+    fn end_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.end_object(writer)
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.inner.begin_object_key(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.begin_object_value(writer)
+    }
+
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.inner.end_object_value(writer)
+    }
+}
+
+/// Serializes `value` the way `JSON.stringify(value, null, 2)` would have.
+pub fn to_js_string_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, JsPrettyFormatter::default());
+    value.serialize(&mut ser)?;
+    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+}
+
+/// 2^53: integers up to this magnitude are exact in an `f64`.
+const MAX_SAFE_MAGNITUDE: f64 = 9_007_199_254_740_992.0;
+
+/// The canonical `Value` of a JavaScript number, as [`crate::js_parse::parse_js_json`] builds
+/// numbers: an integer of magnitude at most 2^53 is a `u64`/`i64`, `-0` and every other finite
+/// value an `f64`, and a non-finite value `null` (as `JSON.stringify` writes it).
+pub fn js_number_value(v: f64) -> serde_json::Value {
+    use serde_json::{Number, Value};
+    if !v.is_finite() {
+        return Value::Null;
+    }
+    if v.fract() == 0.0 && v.abs() <= MAX_SAFE_MAGNITUDE && !(v == 0.0 && v.is_sign_negative()) {
+        return if v >= 0.0 {
+            Value::Number(Number::from(v as u64))
+        } else {
+            Value::Number(Number::from(v as i64))
+        };
+    }
+    Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +261,34 @@ mod tests {
             to_js_string(&v).unwrap(),
             "{\"b\":1,\"a\":[0.5,2e-7,\"x\\u0001\u{2028}/\u{7f}\"],\"c\":null}"
         );
+    }
+    #[test]
+    fn pretty_output_matches_json_stringify_with_indent_2() {
+        let v: serde_json::Value = serde_json::from_str(
+            r#"{"a":1.0,"b":[],"c":{},"d":[1,{"e":null,"f":[true,"x"]}],"g":1e21}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            to_js_string_pretty(&v).unwrap(),
+            "{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": {},\n  \"d\": [\n    1,\n    {\n      \"e\": null,\n      \"f\": [\n        true,\n        \"x\"\n      ]\n    }\n  ],\n  \"g\": 1e+21\n}"
+        );
+        assert_eq!(to_js_string_pretty(&serde_json::json!({})).unwrap(), "{}");
+        assert_eq!(
+            to_js_string_pretty(&serde_json::json!("s")).unwrap(),
+            "\"s\""
+        );
+    }
+
+    #[test]
+    fn js_numbers_are_canonical() {
+        assert_eq!(js_number_value(3.0), serde_json::json!(3));
+        assert_eq!(js_number_value(-3.0), serde_json::json!(-3));
+        assert_eq!(js_number_value(2.5), serde_json::json!(2.5));
+        assert!(
+            js_number_value(-0.0)
+                .as_f64()
+                .is_some_and(|z| z.is_sign_negative())
+        );
+        assert_eq!(js_number_value(f64::NAN), serde_json::Value::Null);
     }
 }

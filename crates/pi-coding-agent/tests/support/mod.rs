@@ -1,5 +1,6 @@
 //! Drives the real `pi` binary over pipes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
 #![allow(dead_code)]
 
 use serde_json::Value;

@@ -1,14 +1,18 @@
-//! Turns one input line into exactly one response record (or none, for extension UI answers).
+//! Turns one input line into exactly one response record (or none, for extension UI answers),
+//! calling into the session runtime.
 
 use super::in_flight::InFlight;
 use super::output::Output;
+use crate::runtime::{Preflight, PromptRequest, Runtime};
 use pi_protocol::js_parse::parse_js_json;
 use pi_protocol::json::to_js_line;
-use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, decode_command};
+use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, StreamingBehavior, decode_command};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// Handles one framed line: parse, decode, run, answer.
-pub async fn handle_line(line: &str, out: &Output, in_flight: &InFlight) {
+pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InFlight) {
     // JSON.parse semantics and V8's exact error messages.
     let value = match parse_js_json(line) {
         Ok(v) => v,
@@ -19,7 +23,7 @@ pub async fn handle_line(line: &str, out: &Output, in_flight: &InFlight) {
     };
     match decode_command(value) {
         Incoming::ExtensionUiResponse(_) => {
-            // No extension dialog can be pending yet; Pi ignores answers to unknown ids silently.
+            // No extension dialog can be pending; Pi ignores answers to unknown ids silently.
         }
         Incoming::Rejected(r) => {
             let resp: RpcResponse<Value> = RpcResponse {
@@ -29,11 +33,51 @@ pub async fn handle_line(line: &str, out: &Output, in_flight: &InFlight) {
             };
             send(out, &resp).await;
         }
-        Incoming::Command { id, command } if is_long_running(&command) => {
-            let out = out.clone();
-            in_flight.spawn(async move { answer(id, command, &out).await });
+        Incoming::Command {
+            id,
+            command:
+                RpcCommand::Prompt {
+                    message,
+                    images,
+                    streaming_behavior,
+                },
+        } => {
+            let request = PromptRequest {
+                text: message,
+                images: images.unwrap_or_default(),
+                streaming_behavior,
+            };
+            match rt.prompt_preflight(request).await {
+                Preflight::Rejected(e) => {
+                    respond::<Value>(out, id, "prompt", Outcome::Error(e)).await
+                }
+                Preflight::Queued => {
+                    respond(
+                        out,
+                        id,
+                        "prompt",
+                        Outcome::Data(json!({"disposition": "queued"})),
+                    )
+                    .await
+                }
+                Preflight::Started(messages) => {
+                    respond(
+                        out,
+                        id,
+                        "prompt",
+                        Outcome::Data(json!({"disposition": "started"})),
+                    )
+                    .await;
+                    let rt = rt.clone();
+                    in_flight.spawn_after_batch(async move { rt.run_session(messages).await });
+                }
+            }
         }
-        Incoming::Command { id, command } => answer(id, command, out).await,
+        Incoming::Command { id, command } if is_long_running(&command) => {
+            let (out, rt) = (out.clone(), rt.clone());
+            in_flight.spawn(async move { answer(id, command, &out, &rt).await });
+        }
+        Incoming::Command { id, command } => answer(id, command, out, rt).await,
     }
 }
 
@@ -46,21 +90,12 @@ pub async fn reject_too_long(out: &Output) {
     send(out, &RpcResponse::parse_error(&msg)).await;
 }
 
-async fn answer(id: Option<Value>, command: RpcCommand, out: &Output) {
-    let name = command.type_name();
-    let outcome = run(command, out).await;
-    send(out, &RpcResponse::new(id, name, outcome)).await;
-}
-
-/// Commands that may wait (on the model, a process, the disk, or the run to go idle). Pi never
-/// blocks later commands behind them, and neither do we.
+/// Commands that may wait (on a process, the disk, or the run to go idle). Pi never blocks
+/// later commands behind them, and neither do we.
 fn is_long_running(command: &RpcCommand) -> bool {
     matches!(
         command,
-        RpcCommand::Prompt { .. }
-            | RpcCommand::Steer { .. }
-            | RpcCommand::FollowUp { .. }
-            | RpcCommand::Abort {}
+        RpcCommand::Abort {}
             | RpcCommand::NewSession { .. }
             | RpcCommand::Compact { .. }
             | RpcCommand::Bash { .. }
@@ -71,25 +106,165 @@ fn is_long_running(command: &RpcCommand) -> bool {
     )
 }
 
-async fn run(command: RpcCommand, out: &Output) -> Outcome<Value> {
-    match command {
-        // Nothing can be running yet: no agent run, retry backoff or bash command exists, so
-        // these are answered exactly as Pi answers them when idle.
-        RpcCommand::Abort {} | RpcCommand::AbortRetry {} | RpcCommand::AbortBash {} => Outcome::Ok,
-        RpcCommand::ClearQueue {} => {
-            let empty: [&str; 0] = [];
-            let event = json!({"type": "queue_update", "steering": empty, "followUp": empty});
-            send(out, &event).await;
-            Outcome::Data(json!({"steering": empty, "followUp": empty}))
-        }
-        other => Outcome::Error(format!(
-            "Command \"{}\" is not implemented yet in this build of pi",
-            other.type_name()
-        )),
+fn to_value<T: Serialize>(v: &T) -> Outcome<Value> {
+    match serde_json::to_value(v) {
+        Ok(v) => Outcome::Data(v),
+        Err(e) => Outcome::Error(e.to_string()),
     }
 }
 
-async fn send<T: serde::Serialize>(out: &Output, record: &T) {
+fn raw(json: Result<String, String>) -> Outcome<Box<RawValue>> {
+    match json.and_then(|s| RawValue::from_string(s).map_err(|e| e.to_string())) {
+        Ok(r) => Outcome::Data(r),
+        Err(e) => Outcome::Error(e),
+    }
+}
+
+fn not_yet(name: &str) -> Outcome<Value> {
+    Outcome::Error(format!(
+        "Command \"{name}\" is not implemented yet in this build of pi"
+    ))
+}
+
+async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runtime) {
+    let name = command.type_name();
+    let outcome: Outcome<Value> = match command {
+        RpcCommand::Prompt { .. } => return,
+        RpcCommand::Steer { message, images } | RpcCommand::FollowUp { message, images } => {
+            let behavior = if name == "steer" {
+                StreamingBehavior::Steer
+            } else {
+                StreamingBehavior::FollowUp
+            };
+            let request = PromptRequest {
+                text: message,
+                images: images.unwrap_or_default(),
+                streaming_behavior: None,
+            };
+            rt.queue_input(behavior, request).await;
+            Outcome::Data(json!({"disposition": "queued"}))
+        }
+        RpcCommand::Abort {} => {
+            rt.abort().await;
+            Outcome::Ok
+        }
+        RpcCommand::AbortRetry {} => {
+            rt.abort_retry();
+            Outcome::Ok
+        }
+        RpcCommand::AbortBash {} => {
+            rt.abort_bash();
+            Outcome::Ok
+        }
+        RpcCommand::ClearQueue {} => {
+            let (steering, follow_up) = rt.clear_queue().await;
+            Outcome::Data(json!({"steering": steering, "followUp": follow_up}))
+        }
+        RpcCommand::GetState {} => to_value(&rt.state()),
+        RpcCommand::GetMessages {} => to_value(&json!({"messages": rt.messages()})),
+        RpcCommand::GetAvailableModels {} => to_value(&json!({"models": rt.available_models()})),
+        RpcCommand::SetModel { provider, model_id } => {
+            match rt.set_model(&provider, &model_id).await {
+                Ok(model) => to_value(&model),
+                Err(e) => Outcome::Error(e),
+            }
+        }
+        RpcCommand::CycleModel {} => match rt.cycle_model().await {
+            Some(c) => to_value(
+                &json!({"model": c.model, "thinkingLevel": c.thinking_level, "isScoped": c.is_scoped}),
+            ),
+            None => Outcome::Data(Value::Null),
+        },
+        RpcCommand::SetThinkingLevel { level } => {
+            rt.set_thinking_level(level).await;
+            Outcome::Ok
+        }
+        RpcCommand::CycleThinkingLevel {} => match rt.cycle_thinking_level().await {
+            Some(level) => Outcome::Data(json!({"level": level})),
+            None => Outcome::Data(Value::Null),
+        },
+        RpcCommand::GetAvailableThinkingLevels {} => {
+            Outcome::Data(json!({"levels": rt.available_thinking_levels()}))
+        }
+        RpcCommand::SetSteeringMode { mode } => {
+            rt.set_steering_mode(mode);
+            Outcome::Ok
+        }
+        RpcCommand::SetFollowUpMode { mode } => {
+            rt.set_follow_up_mode(mode);
+            Outcome::Ok
+        }
+        RpcCommand::SetAutoCompaction { enabled } => {
+            rt.set_auto_compaction(enabled);
+            Outcome::Ok
+        }
+        RpcCommand::SetAutoRetry { enabled } => {
+            rt.set_auto_retry(enabled);
+            Outcome::Ok
+        }
+        RpcCommand::GetLastAssistantText {} => match rt.last_assistant_text() {
+            // Pi answers `{}` (its `text: undefined` is dropped), not `{"text":null}`.
+            Some(text) => Outcome::Data(json!({"text": text})),
+            None => Outcome::Data(json!({})),
+        },
+        RpcCommand::SetSessionName { name } => match rt.set_session_name(&name).await {
+            Ok(()) => Outcome::Ok,
+            Err(e) => Outcome::Error(e),
+        },
+        RpcCommand::GetForkMessages {} => {
+            let messages: Vec<Value> = rt
+                .fork_messages()
+                .into_iter()
+                .map(|m| json!({"entryId": m.entry_id, "text": m.text}))
+                .collect();
+            Outcome::Data(json!({"messages": messages}))
+        }
+        RpcCommand::GetEntries { since } => {
+            respond(out, id, name, raw(rt.entries_json(since.as_deref()))).await;
+            return;
+        }
+        RpcCommand::GetTree {} => {
+            respond(out, id, name, raw(rt.tree_json())).await;
+            return;
+        }
+        RpcCommand::GetSessionStats {} => to_value(&rt.session_stats()),
+        RpcCommand::Bash {
+            command,
+            exclude_from_context,
+        } => {
+            let bash_id = id.as_ref().and_then(|v| v.as_str().map(str::to_string));
+            match rt
+                .bash(bash_id, command, exclude_from_context == Some(true))
+                .await
+            {
+                Ok(result) => to_value(&result),
+                Err(e) => Outcome::Error(e),
+            }
+        }
+        RpcCommand::ExportHtml { output_path } => match rt.export_html(output_path.as_deref()) {
+            Ok(path) => Outcome::Data(json!({"path": path})),
+            Err(e) => Outcome::Error(e),
+        },
+        RpcCommand::GetCommands {} => to_value(&json!({"commands": rt.commands()})),
+        RpcCommand::NewSession { .. }
+        | RpcCommand::Compact { .. }
+        | RpcCommand::SwitchSession { .. }
+        | RpcCommand::Fork { .. }
+        | RpcCommand::Clone {} => not_yet(name),
+    };
+    respond(out, id, name, outcome).await;
+}
+
+async fn respond<T: Serialize>(
+    out: &Output,
+    id: Option<Value>,
+    command: &str,
+    outcome: Outcome<T>,
+) {
+    send(out, &RpcResponse::new(id, command, outcome)).await;
+}
+
+async fn send<T: Serialize>(out: &Output, record: &T) {
     match to_js_line(record) {
         Ok(line) => {
             out.send(line).await;

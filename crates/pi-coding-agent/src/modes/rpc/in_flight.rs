@@ -1,6 +1,7 @@
 //! Tracks spawned command tasks so shutdown can wait for every response to be written.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::Notify;
@@ -14,6 +15,8 @@ pub struct InFlight {
 struct Inner {
     count: AtomicUsize,
     idle: Notify,
+    /// Runs started by the current input batch, spawned once the whole batch was handled.
+    deferred: std::sync::Mutex<Vec<Pin<Box<dyn Future<Output = ()> + Send>>>>,
 }
 
 impl InFlight {
@@ -27,6 +30,34 @@ impl InFlight {
                 inner.idle.notify_waiters();
             }
         });
+    }
+
+    /// Like [`Self::spawn`], but the task starts only at [`Self::release`]: every line of one
+    /// client write is answered before a run it started emits its first event, so two
+    /// prompts written together always get their responses before `agent_start`.
+    pub fn spawn_after_batch<F: Future<Output = ()> + Send + 'static>(&self, fut: F) {
+        self.inner.count.fetch_add(1, Ordering::SeqCst);
+        match self.inner.deferred.lock() {
+            Ok(mut d) => d.push(Box::pin(fut)),
+            Err(p) => p.into_inner().push(Box::pin(fut)),
+        }
+    }
+
+    /// Starts the tasks deferred by [`Self::spawn_after_batch`].
+    pub fn release(&self) {
+        let pending = match self.inner.deferred.lock() {
+            Ok(mut d) => std::mem::take(&mut *d),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        };
+        for fut in pending {
+            let inner = Arc::clone(&self.inner);
+            tokio::spawn(async move {
+                fut.await;
+                if inner.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    inner.idle.notify_waiters();
+                }
+            });
+        }
     }
 
     /// Resolves once no tracked task is running.

@@ -3,7 +3,7 @@
 mod dispatch;
 mod framing;
 mod in_flight;
-mod output;
+pub(crate) mod output;
 mod signals;
 
 use framing::{Frame, LineSplitter};
@@ -19,7 +19,7 @@ const IN_FLIGHT_GRACE: Duration = Duration::from_secs(5);
 const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs RPC mode until stdin closes or a signal arrives; returns the process exit code.
-pub fn run() -> i32 {
+pub fn run(args: &crate::cli::Args) -> i32 {
     let (output, writer) = match output::start() {
         Ok(v) => v,
         Err(e) => {
@@ -38,7 +38,7 @@ pub fn run() -> i32 {
             return 1;
         }
     };
-    let code = runtime.block_on(serve(output));
+    let code = runtime.block_on(serve(output, args));
     // Every Output clone is gone now, so the writer ends after draining its queue.
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -50,7 +50,16 @@ pub fn run() -> i32 {
     code
 }
 
-async fn serve(output: Output) -> i32 {
+async fn serve(output: Output, args: &crate::cli::Args) -> i32 {
+    let rt = match crate::runtime::start(args, output.clone()) {
+        Ok(rt) => rt,
+        Err(e) => {
+            if !e.0.is_empty() {
+                eprintln!("Error: {}", e.0);
+            }
+            return 1;
+        }
+    };
     let frames = spawn_stdin_reader();
     let mut signals = match signals::Signals::new() {
         Ok(s) => s,
@@ -60,11 +69,16 @@ async fn serve(output: Output) -> i32 {
         }
     };
     let in_flight = InFlight::default();
-    let input = tokio::spawn(input_loop(frames, output, in_flight.clone()));
+    let input = tokio::spawn(input_loop(frames, output, rt.clone(), in_flight.clone()));
     let exit_code = tokio::select! {
         _ = input => 0,
         code = signals.next() => code,
     };
+    // Dispose the runtime: abort a run and wait for it; kill running commands.
+    tokio::select! {
+        _ = tokio::time::timeout(IN_FLIGHT_GRACE, rt.shutdown()) => {}
+        code = signals.next() => std::process::exit(code),
+    }
     // Orderly shutdown: answer what is in flight, unless a second signal says to stop now.
     tokio::select! {
         _ = tokio::time::timeout(IN_FLIGHT_GRACE, in_flight.wait_idle()) => {}
@@ -75,20 +89,28 @@ async fn serve(output: Output) -> i32 {
 
 /// Handles lines in arrival order. Quick commands are answered inline, so their responses keep
 /// input order as Pi's do; long-running ones get their own task so they never block the next line.
-async fn input_loop(mut frames: mpsc::Receiver<Frame>, output: Output, in_flight: InFlight) {
-    while let Some(frame) = frames.recv().await {
-        match frame {
-            Frame::Line(line) => dispatch::handle_line(&line, &output, &in_flight).await,
-            Frame::TooLong => dispatch::reject_too_long(&output).await,
+async fn input_loop(
+    mut frames: mpsc::Receiver<Vec<Frame>>,
+    output: Output,
+    rt: crate::runtime::Runtime,
+    in_flight: InFlight,
+) {
+    while let Some(batch) = frames.recv().await {
+        for frame in batch {
+            match frame {
+                Frame::Line(line) => dispatch::handle_line(&line, &output, &rt, &in_flight).await,
+                Frame::TooLong => dispatch::reject_too_long(&output).await,
+            }
         }
+        in_flight.release();
     }
 }
 
 /// Reads stdin on its own thread (blocking reads are the cheapest way to follow a pipe) and
-/// forwards framed lines. The bounded channel pushes back on a client that writes faster than
+/// forwards framed lines, one batch per read. The bounded channel pushes back on a client that writes faster than
 /// we handle commands.
-fn spawn_stdin_reader() -> mpsc::Receiver<Frame> {
-    let (tx, rx) = mpsc::channel::<Frame>(64);
+fn spawn_stdin_reader() -> mpsc::Receiver<Vec<Frame>> {
+    let (tx, rx) = mpsc::channel::<Vec<Frame>>(64);
     let spawned = std::thread::Builder::new()
         .name("stdin-reader".into())
         .spawn(move || {
@@ -107,14 +129,13 @@ fn spawn_stdin_reader() -> mpsc::Receiver<Frame> {
                     }
                 };
                 splitter.push(&buf[..n], &mut frames);
-                for frame in frames.drain(..) {
-                    if tx.blocking_send(frame).is_err() {
-                        return;
-                    }
+                // The lines of one read travel together (see `InFlight::spawn_after_batch`).
+                if !frames.is_empty() && tx.blocking_send(std::mem::take(&mut frames)).is_err() {
+                    return;
                 }
             }
             if let Some(last) = splitter.finish() {
-                let _ = tx.blocking_send(last);
+                let _ = tx.blocking_send(vec![last]);
             }
         });
     if let Err(e) = spawned {

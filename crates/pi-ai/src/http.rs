@@ -1,0 +1,270 @@
+//! HTTP transport for the wire APIs: one shared client, idle timeouts on headers and between
+//! body chunks, cancellation, and failures described the way Node's fetch (undici) describes
+//! them, since those texts reach `errorMessage` and the retry/overflow classifiers.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The Pi version this implementation speaks for (identity headers).
+pub const PI_VERSION: &str = "1.6.0";
+/// Pi's default `httpIdleTimeoutMs`.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_millis(300_000);
+
+/// Text of a stream that stalled longer than the idle timeout.
+pub const BODY_TIMEOUT: &str = "terminated: Body Timeout Error (UND_ERR_BODY_TIMEOUT)";
+/// Text of a chunked body that ended before its last chunk.
+pub const CHUNKED_EOF: &str =
+    "terminated: Response does not match the HTTP/1.1 protocol (Invalid EOF state)";
+/// Text of a connection closed before the response was complete.
+pub const SOCKET_CLOSED: &str = "terminated: other side closed (UND_ERR_SOCKET)";
+
+/// `pi/<version> (<platform>; <runtime>; <arch>)` with Node's platform and arch names.
+pub fn default_user_agent() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        other => other,
+    };
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    format!("pi/{PI_VERSION} ({os}; rust; {arch})")
+}
+
+fn client() -> Result<&'static reqwest::Client, String> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .http1_only()
+                .build()
+                .map_err(|e| format!("Connection error.: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A POST request with a JSON body.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Why a request produced no streaming body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// A non-2xx answer with its body text.
+    Status {
+        status: u16,
+        body: String,
+        content_type: Option<String>,
+    },
+    /// No connection; the deepest cause as Node reports it (`connect ECONNREFUSED 127.0.0.1:1`).
+    Connect(String),
+    /// No response headers within the idle timeout.
+    HeadersTimeout,
+    /// Cancelled before the response arrived.
+    Aborted,
+    /// The client could not be built.
+    Client(String),
+}
+
+/// Why reading the body stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    Aborted,
+    /// The full `terminated: ...` text.
+    Terminated(String),
+}
+
+/// A streaming response body.
+#[derive(Debug)]
+pub struct Body {
+    resp: reqwest::Response,
+    chunked: bool,
+    idle: Option<Duration>,
+}
+
+fn effective(idle: Option<Duration>) -> Option<Duration> {
+    match idle {
+        None => Some(DEFAULT_IDLE_TIMEOUT),
+        Some(d) if d.is_zero() => None,
+        d => d,
+    }
+}
+
+async fn with_idle<F: std::future::Future>(idle: Option<Duration>, f: F) -> Option<F::Output> {
+    match idle {
+        Some(d) => tokio::time::timeout(d, f).await.ok(),
+        None => Some(f.await),
+    }
+}
+
+/// Sends `req`; resolves once response headers arrive.
+pub async fn send(
+    req: Request,
+    cancel: &CancellationToken,
+    idle: Option<Duration>,
+) -> Result<Body, SendError> {
+    let client = client().map_err(SendError::Client)?;
+    let mut builder = client.post(&req.url);
+    for (k, v) in &req.headers {
+        builder = builder.header(k, v);
+    }
+    let host = host_port(&req.url);
+    let idle = effective(idle);
+    let fut = builder.body(req.body).send();
+    let resp = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(SendError::Aborted),
+        r = with_idle(idle, fut) => match r {
+            None => return Err(SendError::HeadersTimeout),
+            Some(Err(e)) => return Err(SendError::Connect(connect_detail(&e, &host))),
+            Some(Ok(resp)) => resp,
+        },
+    };
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let chunked = resp
+        .headers()
+        .get("transfer-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let mut body = Body {
+        resp,
+        chunked,
+        idle,
+    };
+    if !(200..300).contains(&status) {
+        let mut text = Vec::new();
+        loop {
+            match body.chunk(cancel).await {
+                Ok(Some(c)) => text.extend_from_slice(&c),
+                Ok(None) | Err(ReadError::Terminated(_)) => break,
+                Err(ReadError::Aborted) => return Err(SendError::Aborted),
+            }
+        }
+        return Err(SendError::Status {
+            status,
+            body: String::from_utf8_lossy(&text).into_owned(),
+            content_type,
+        });
+    }
+    Ok(body)
+}
+
+impl Body {
+    /// The next chunk, `None` at the end of the body.
+    pub async fn chunk(
+        &mut self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Vec<u8>>, ReadError> {
+        let idle = self.idle;
+        let chunked = self.chunked;
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(ReadError::Aborted),
+            r = with_idle(idle, self.resp.chunk()) => match r {
+                None => Err(ReadError::Terminated(BODY_TIMEOUT.to_string())),
+                Some(Ok(c)) => Ok(c.map(|b| b.to_vec())),
+                Some(Err(e)) => Err(ReadError::Terminated(body_error_text(&e, chunked))),
+            },
+        }
+    }
+
+    /// The reason phrase of the status (`Bad Gateway`), for APIs that quote it.
+    pub fn status_text(status: u16) -> &'static str {
+        reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("")
+    }
+}
+
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cur = err.source();
+    }
+    None
+}
+
+fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e.source();
+    let mut last = e.to_string();
+    while let Some(err) = cur {
+        last = err.to_string();
+        cur = err.source();
+    }
+    last
+}
+
+fn body_error_text(e: &reqwest::Error, chunked: bool) -> String {
+    match io_kind(e) {
+        Some(std::io::ErrorKind::ConnectionReset) => "terminated: read ECONNRESET".to_string(),
+        _ if chunked => CHUNKED_EOF.to_string(),
+        _ => SOCKET_CLOSED.to_string(),
+    }
+}
+
+fn host_port(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()))
+    {
+        authority.to_string()
+    } else if url.starts_with("https") {
+        format!("{authority}:443")
+    } else {
+        format!("{authority}:80")
+    }
+}
+
+fn connect_detail(e: &reqwest::Error, host: &str) -> String {
+    use std::io::ErrorKind::*;
+    let text = chain_text(e);
+    let name = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    if text.contains("dns error") || text.contains("failed to lookup address") {
+        return format!("getaddrinfo ENOTFOUND {name}");
+    }
+    match io_kind(e) {
+        Some(ConnectionRefused) => format!("connect ECONNREFUSED {host}"),
+        Some(ConnectionReset) => "read ECONNRESET".to_string(),
+        Some(TimedOut) => format!("connect ETIMEDOUT {host}"),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_and_port_for_connection_errors() {
+        assert_eq!(
+            host_port("http://127.0.0.1:59999/v1/chat"),
+            "127.0.0.1:59999"
+        );
+        assert_eq!(
+            host_port("https://api.example.test/v1"),
+            "api.example.test:443"
+        );
+        assert!(default_user_agent().starts_with("pi/1.6.0 ("));
+    }
+}

@@ -1,0 +1,561 @@
+//! `openai-completions`: `POST {baseUrl}/chat/completions`, SSE of `chat.completion.chunk`s.
+//!
+//! Blocks open lazily (one text and one thinking block per response, tool calls by stream
+//! index) and, as in Pi, every `*_end` is emitted after the stream finished, in content order.
+//! An abort ends the stream like its end (the OpenAI SDK swallows it), so the blocks are
+//! finished before the `aborted` error.
+
+mod compat;
+mod messages;
+mod request;
+
+pub use messages::short_hash;
+
+use crate::cost::calculate_cost;
+use crate::http::{self, ReadError};
+use crate::output::Output;
+use crate::provider_error::{self, Sdk, read_error_text, send_error_text};
+use crate::request::{base_headers, base_max_tokens, effective_reasoning};
+use crate::sse::SseDecoder;
+use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
+use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
+use crate::transcript::{declared_tools, resolve_transcript};
+use pi_protocol::compat::SessionAffinityFormat;
+use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
+use pi_protocol::js_parse::parse_js_json;
+use pi_protocol::json::to_js_string;
+use pi_protocol::model::Model;
+use pi_protocol::usage::{StopReason, Usage};
+use serde_json::Value;
+
+/// The API id.
+pub const API: &str = "openai-completions";
+
+/// Runs one request to the end, emitting into `out`.
+pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut out: Output) {
+    let compat = compat::compat(&model);
+    let messages = resolve_transcript(&context.messages, compat.supports_mid_convo_system_messages);
+    let Some(api_key) = api_key(&model, &options) else {
+        return out
+            .setup_fail(format!("No API key for provider: {}", model.provider))
+            .await;
+    };
+    if let Err(e) = request::check_tools(&declared_tools(&messages), &compat) {
+        return out.fail(options.cancel.is_cancelled(), e).await;
+    }
+    let retention = CacheRetention::resolve(options.cache_retention);
+    let params = request::Params {
+        model: &model,
+        compat: &compat,
+        options: &options,
+        max_tokens: base_max_tokens(&model, &context, &options),
+        reasoning: effective_reasoning(&model, &options),
+        retention,
+    };
+    let body = request::build_body(&params, &messages);
+    let mut extra = vec![("Authorization", format!("Bearer {api_key}"))];
+    let session = options
+        .session_id
+        .as_ref()
+        .filter(|_| retention != CacheRetention::None);
+    if let Some(sid) = session.filter(|_| compat.send_session_affinity_headers) {
+        if compat.session_affinity_format == SessionAffinityFormat::Openrouter {
+            extra.push(("x-session-id", sid.clone()));
+        } else {
+            if compat.session_affinity_format == SessionAffinityFormat::Openai {
+                extra.push(("session_id", sid.clone()));
+            }
+            extra.push(("x-client-request-id", sid.clone()));
+            extra.push(("x-session-affinity", sid.clone()));
+        }
+    }
+    let mut headers = base_headers(&model, &options, &[]);
+    for (k, v) in extra {
+        if options.headers.keys().all(|h| !h.eq_ignore_ascii_case(k)) {
+            headers.set(k, v);
+        }
+    }
+    headers.set("Accept", "application/json");
+    headers.set("Content-Type", "application/json");
+    let req = http::Request {
+        url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+        headers: headers.0,
+        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+    };
+    let cancel = options.cancel.clone();
+    let mut resp = match http::send(req, &cancel, options.idle_timeout).await {
+        Ok(r) => r,
+        Err(e) => {
+            let (aborted, text) = send_error_text(Sdk::OpenAi, &e, None);
+            return out.fail(aborted || cancel.is_cancelled(), text).await;
+        }
+    };
+    out.start().await;
+    let mut st = State::default();
+    let mut sse = SseDecoder::new();
+    let mut done = false;
+    loop {
+        let (events, end) = match resp.chunk(&cancel).await {
+            Ok(Some(bytes)) => (sse.push(&bytes), false),
+            Ok(None) | Err(ReadError::Aborted) => (sse.finish(), true),
+            Err(e) => {
+                st.flush_partial(&mut out);
+                return out.fail(cancel.is_cancelled(), read_error_text(&e)).await;
+            }
+        };
+        for ev in events {
+            match openai_sse_data(&ev) {
+                SseData::Done => {
+                    done = true;
+                    break;
+                }
+                SseData::Fail(text) => {
+                    st.flush_partial(&mut out);
+                    return out.fail(cancel.is_cancelled(), text).await;
+                }
+                SseData::Event(chunk) => st.chunk(&model, &chunk, &mut out).await,
+            }
+            if out.gone() {
+                return;
+            }
+        }
+        if end || done {
+            break;
+        }
+    }
+    finish(
+        compat.supports_finish_reason,
+        st,
+        out,
+        cancel.is_cancelled(),
+    )
+    .await;
+}
+
+fn api_key(model: &Model, options: &StreamOptions) -> Option<String> {
+    if let Some(k) = options.api_key.clone().filter(|k| !k.is_empty()) {
+        return Some(k);
+    }
+    let headers = base_headers(model, options, &[]);
+    (headers.has("authorization") || headers.has("cf-aig-authorization"))
+        .then(|| "unused".to_string())
+}
+
+/// One SSE event as the OpenAI SDK's stream reads it.
+pub(crate) enum SseData {
+    /// `[DONE]`: the stream is over, the rest of the body is not read.
+    Done,
+    /// The stream fails with this text.
+    Fail(String),
+    Event(Value),
+}
+
+/// Parses an event like the OpenAI SDK: `[DONE]` ends, bad JSON fails with the SDK's text, an
+/// `error` event or an `error` key fails with the error's message.
+pub(crate) fn openai_sse_data(ev: &crate::sse::SseEvent) -> SseData {
+    if ev.data == "[DONE]" {
+        return SseData::Done;
+    }
+    let Ok(data) = parse_js_json(&ev.data) else {
+        return SseData::Fail("Error reading response: malformed server-sent event JSON.".into());
+    };
+    if ev.event.as_deref() == Some("error") {
+        let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
+        return SseData::Fail(in_stream_error(err));
+    }
+    if let Some(err) = data.get("error").filter(|e| provider_error::is_truthy(e)) {
+        return SseData::Fail(in_stream_error(err));
+    }
+    SseData::Event(data)
+}
+
+/// The message of an `{"error": ...}` chunk (the SDK's `APIError` without status), with
+/// OpenRouter's `metadata.raw` appended.
+fn in_stream_error(err: &Value) -> String {
+    let mut msg = match err.get("message") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(m) if !m.is_null() && m != &Value::Bool(false) => to_js_string(m).unwrap_or_default(),
+        _ => to_js_string(err).unwrap_or_default(),
+    };
+    if let Some(raw) = err
+        .get("metadata")
+        .and_then(|m| m.get("raw"))
+        .filter(|r| !r.is_null())
+    {
+        let raw = match raw {
+            Value::String(s) => s.clone(),
+            v => to_js_string(v).unwrap_or_default(),
+        };
+        if !msg.contains(&raw) {
+            msg.push('\n');
+            msg.push_str(&raw);
+        }
+    }
+    msg
+}
+
+#[derive(Debug)]
+struct ToolState {
+    index: usize,
+    stream_index: Option<i64>,
+    text: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    text: Option<usize>,
+    thinking: Option<usize>,
+    tools: Vec<ToolState>,
+    has_finish: bool,
+}
+
+fn num(v: Option<&Value>) -> u64 {
+    v.and_then(Value::as_f64)
+        .filter(|f| *f > 0.0)
+        .map_or(0, |f| f as u64)
+}
+
+/// Pi's `parseChunkUsage`.
+fn parse_usage(raw: &Value, model: &Model) -> Usage {
+    let prompt = num(raw.get("prompt_tokens"));
+    let details = raw.get("prompt_tokens_details");
+    let cache_read = details
+        .and_then(|d| d.get("cached_tokens"))
+        .filter(|v| !v.is_null())
+        .or_else(|| raw.get("prompt_cache_hit_tokens").filter(|v| !v.is_null()))
+        .or_else(|| raw.get("cached_tokens").filter(|v| !v.is_null()));
+    let cache_read = num(cache_read);
+    let cache_write = num(details.and_then(|d| d.get("cache_write_tokens")));
+    let input = prompt.saturating_sub(cache_read + cache_write);
+    let output = num(raw.get("completion_tokens"));
+    let reasoning = match num(raw
+        .get("completion_tokens_details")
+        .and_then(|d| d.get("reasoning_tokens")))
+    {
+        0 => num(raw.get("reasoning_tokens")),
+        r => r,
+    };
+    let mut u = Usage {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        reasoning: Some(reasoning),
+        total_tokens: input + output + cache_read + cache_write,
+        ..Usage::zero()
+    };
+    calculate_cost(model, &mut u);
+    u
+}
+
+impl State {
+    async fn chunk(&mut self, model: &Model, chunk: &Value, out: &mut Output) {
+        if out.msg.response_id.is_none()
+            && let Some(id) = chunk
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        {
+            out.set_response_id(id.to_string());
+        }
+        if let Some(m) = chunk.get("model").and_then(Value::as_str)
+            && !m.is_empty()
+            && m != model.id
+            && out.msg.response_model.is_none()
+        {
+            out.set_response_model(m.to_string());
+        }
+        let usage = chunk.get("usage").filter(|u| is_truthy_obj(u));
+        if let Some(u) = usage {
+            out.msg.usage = parse_usage(u, model);
+        }
+        let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        else {
+            return;
+        };
+        if usage.is_none()
+            && let Some(u) = choice.get("usage").filter(|u| is_truthy_obj(u))
+        {
+            out.msg.usage = parse_usage(u, model);
+        }
+        if let Some(reason) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            out.set_raw_stop_reason(reason.to_string());
+            let (stop, err) = map_stop_reason(reason);
+            out.msg.stop_reason = stop;
+            if let Some(e) = err {
+                out.set_error_message(e);
+            }
+            self.has_finish = true;
+        }
+        let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else {
+            return;
+        };
+        let field = ["reasoning_content", "reasoning", "reasoning_text"]
+            .into_iter()
+            .find(|f| {
+                delta
+                    .get(*f)
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty())
+            });
+        if let Some(field) = field {
+            let text = delta
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let sig = if model.provider == "opencode-go" && field == "reasoning" {
+                "reasoning_content"
+            } else {
+                field
+            };
+            let index = self.ensure_thinking(sig, out).await;
+            if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
+                t.thinking.push_str(&text);
+            }
+            let usage = out.usage();
+            out.emit(StreamEvent::ThinkingDelta {
+                index,
+                delta: text,
+                usage,
+            })
+            .await;
+        }
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            let index = self.ensure_text(out).await;
+            if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
+                t.text.push_str(text);
+            }
+            let usage = out.usage();
+            out.emit(StreamEvent::TextDelta {
+                index,
+                delta: text.to_string(),
+                usage,
+            })
+            .await;
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            for call in calls {
+                self.tool_call(call, out).await;
+            }
+        }
+    }
+
+    async fn ensure_text(&mut self, out: &mut Output) -> usize {
+        if let Some(i) = self.text {
+            return i;
+        }
+        let index = out.msg.content.len();
+        out.msg
+            .content
+            .push(AssistantBlock::Text(TextContent::new("")));
+        self.text = Some(index);
+        let usage = out.usage();
+        out.emit(StreamEvent::TextStart { index, usage }).await;
+        index
+    }
+
+    async fn ensure_thinking(&mut self, sig: &str, out: &mut Output) -> usize {
+        if let Some(i) = self.thinking {
+            return i;
+        }
+        let index = out.msg.content.len();
+        let mut t = ThinkingContent::new("");
+        t.thinking_signature = Some(sig.to_string());
+        out.msg.content.push(AssistantBlock::Thinking(t));
+        self.thinking = Some(index);
+        let usage = out.usage();
+        out.emit(StreamEvent::ThinkingStart { index, usage }).await;
+        index
+    }
+
+    async fn tool_call(&mut self, call: &Value, out: &mut Output) {
+        let stream_index = call.get("index").and_then(Value::as_i64);
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let name = call
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str);
+        let mut found =
+            stream_index.and_then(|si| self.tools.iter().position(|t| t.stream_index == Some(si)));
+        if found.is_none()
+            && let Some(id) = id
+        {
+            found = self.tools.iter().position(|t| {
+                matches!(out.msg.content.get(t.index), Some(AssistantBlock::ToolCall(tc)) if tc.id == id)
+            });
+        }
+        let slot = match found {
+            Some(s) => s,
+            None => {
+                let index = out.msg.content.len();
+                let tc = ToolCall::new(id.unwrap_or(""), name.unwrap_or(""), Default::default());
+                out.msg.content.push(AssistantBlock::ToolCall(tc));
+                self.tools.push(ToolState {
+                    index,
+                    stream_index,
+                    text: String::new(),
+                });
+                let usage = out.usage();
+                out.emit(StreamEvent::ToolcallStart {
+                    index,
+                    id: id.unwrap_or("").to_string(),
+                    name: name.unwrap_or("").to_string(),
+                    usage,
+                })
+                .await;
+                self.tools.len() - 1
+            }
+        };
+        let state = &mut self.tools[slot];
+        if state.stream_index.is_none() {
+            state.stream_index = stream_index;
+        }
+        if let Some(AssistantBlock::ToolCall(tc)) = out.msg.content.get_mut(state.index) {
+            if tc.id.is_empty()
+                && let Some(id) = id
+            {
+                tc.id = id.to_string();
+            }
+            if tc.name.is_empty()
+                && let Some(n) = name.filter(|n| !n.is_empty())
+            {
+                tc.name = n.to_string();
+            }
+        }
+        let delta = call
+            .get("function")
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        state.text.push_str(&delta);
+        let index = state.index;
+        let usage = out.usage();
+        out.emit(StreamEvent::ToolcallDelta {
+            index,
+            delta,
+            usage,
+        })
+        .await;
+    }
+
+    /// A failed stream keeps the partial arguments of unfinished tool calls.
+    fn flush_partial(&self, out: &mut Output) {
+        for t in &self.tools {
+            if let Some(AssistantBlock::ToolCall(tc)) = out.msg.content.get_mut(t.index) {
+                tc.arguments = partial_arguments(&t.text);
+            }
+        }
+    }
+}
+
+fn is_truthy_obj(v: &Value) -> bool {
+    !matches!(v, Value::Null | Value::Bool(false))
+}
+
+fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
+    match reason {
+        "stop" | "end" => (StopReason::Stop, None),
+        "length" => (StopReason::Length, None),
+        "function_call" | "tool_calls" => (StopReason::ToolUse, None),
+        other => (
+            StopReason::Error,
+            Some(format!("Provider finish_reason: {other}")),
+        ),
+    }
+}
+
+async fn finish(supports_finish_reason: bool, st: State, mut out: Output, aborted: bool) {
+    for i in 0..out.msg.content.len() {
+        let usage = out.usage();
+        let ev = match &mut out.msg.content[i] {
+            AssistantBlock::Text(t) => StreamEvent::TextEnd {
+                index: i,
+                content: t.text.clone(),
+                usage,
+            },
+            AssistantBlock::Thinking(t) => StreamEvent::ThinkingEnd {
+                index: i,
+                content: t.thinking.clone(),
+                usage,
+            },
+            AssistantBlock::ToolCall(tc) => {
+                let text = st
+                    .tools
+                    .iter()
+                    .find(|t| t.index == i)
+                    .map_or("", |t| t.text.as_str());
+                let (args, err) = parse_tool_call_arguments(text);
+                tc.arguments = args;
+                tc.arguments_error = err;
+                StreamEvent::ToolcallEnd {
+                    index: i,
+                    tool_call: tc.clone(),
+                    usage,
+                }
+            }
+        };
+        out.emit(ev).await;
+    }
+    if aborted {
+        return out.fail(true, "Request was aborted".into()).await;
+    }
+    if !st.has_finish && !supports_finish_reason {
+        let tool = out
+            .msg
+            .content
+            .iter()
+            .any(|b| matches!(b, AssistantBlock::ToolCall(_)));
+        out.msg.stop_reason = if tool {
+            StopReason::ToolUse
+        } else {
+            StopReason::Stop
+        };
+    }
+    if out.msg.stop_reason == StopReason::Error {
+        let text = out
+            .msg
+            .error_message
+            .clone()
+            .unwrap_or_else(|| "Provider returned an error stop reason".into());
+        return out.fail(false, text).await;
+    }
+    if (supports_finish_reason && !st.has_finish) || out.msg.stop_reason == StopReason::Pending {
+        return out
+            .fail(false, "Stream ended without finish_reason".into())
+            .await;
+    }
+    out.done().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_reasons_map_like_pi() {
+        assert_eq!(map_stop_reason("tool_calls"), (StopReason::ToolUse, None));
+        assert_eq!(
+            map_stop_reason("content_filter"),
+            (
+                StopReason::Error,
+                Some("Provider finish_reason: content_filter".into())
+            )
+        );
+    }
+}

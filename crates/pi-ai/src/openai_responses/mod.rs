@@ -1,0 +1,645 @@
+//! `openai-responses`: `POST {baseUrl}/responses`, SSE of Responses API events.
+//!
+//! Output items become blocks in the order they are added; reasoning items are kept whole (as
+//! JSON in `thinkingSignature`) for replay, text items keep their id in `textSignature`.
+
+mod request;
+
+use crate::cost::calculate_cost;
+use crate::http::{self, ReadError};
+use crate::openai_completions::{SseData, openai_sse_data};
+use crate::output::Output;
+use crate::provider_error::{Sdk, read_error_text, send_error_text};
+use crate::request::{base_headers, base_max_tokens, effective_reasoning};
+use crate::sse::SseDecoder;
+use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
+use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
+use crate::transcript::resolve_transcript;
+use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
+use pi_protocol::json::to_js_string;
+use pi_protocol::model::Model;
+use pi_protocol::usage::{StopReason, Usage};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+/// The API id.
+pub const API: &str = "openai-responses";
+
+pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut out: Output) {
+    let mid = model
+        .compat
+        .as_ref()
+        .and_then(|c| c.supports_mid_convo_system_messages)
+        .unwrap_or(false);
+    let messages = resolve_transcript(&context.messages, mid);
+    let headers_only = base_headers(&model, &options, &[]);
+    let key = match options.api_key.clone().filter(|k| !k.is_empty()) {
+        Some(k) => k,
+        None if headers_only.has("authorization") || headers_only.has("cf-aig-authorization") => {
+            "unused".into()
+        }
+        None => {
+            return out
+                .setup_fail(format!("No API key for provider: {}", model.provider))
+                .await;
+        }
+    };
+    if let Err(e) = request::check_tools(&model, &messages) {
+        return out.fail(options.cancel.is_cancelled(), e).await;
+    }
+    let retention = CacheRetention::resolve(options.cache_retention);
+    let params = request::Params {
+        model: &model,
+        options: &options,
+        max_tokens: base_max_tokens(&model, &context, &options),
+        reasoning: effective_reasoning(&model, &options),
+        retention,
+    };
+    let body = request::build_body(&params, &messages);
+    let mut extra = vec![("Authorization", format!("Bearer {key}"))];
+    if let Some(sid) = options
+        .session_id
+        .as_ref()
+        .filter(|_| retention != CacheRetention::None)
+    {
+        let openrouter = model.provider == "openrouter" || model.base_url.contains("openrouter.ai");
+        let format = model
+            .compat
+            .as_ref()
+            .and_then(|c| c.session_affinity_format);
+        use pi_protocol::compat::SessionAffinityFormat as F;
+        match format.unwrap_or(if openrouter { F::Openrouter } else { F::Openai }) {
+            F::Openrouter => extra.push(("x-session-id", sid.clone())),
+            f => {
+                if f == F::Openai {
+                    extra.push(("session-id", sid.clone()));
+                }
+                extra.push(("x-client-request-id", sid.clone()));
+            }
+        }
+    }
+    let mut headers = base_headers(&model, &options, &[]);
+    for (k, v) in extra {
+        if options.headers.keys().all(|h| !h.eq_ignore_ascii_case(k)) {
+            headers.set(k, v);
+        }
+    }
+    headers.set("Accept", "application/json");
+    headers.set("Content-Type", "application/json");
+    let req = http::Request {
+        url: format!("{}/responses", model.base_url.trim_end_matches('/')),
+        headers: headers.0,
+        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+    };
+    let prefix = format!(
+        "{} API error",
+        if model.provider == "openai" {
+            "OpenAI"
+        } else {
+            &model.provider
+        }
+    );
+    let cancel = options.cancel.clone();
+    let mut resp = match http::send(req, &cancel, options.idle_timeout).await {
+        Ok(r) => r,
+        Err(e) => {
+            let (aborted, text) = send_error_text(Sdk::OpenAi, &e, Some(&prefix));
+            return out
+                .fail(aborted || cancel.is_cancelled(), with_hint(text))
+                .await;
+        }
+    };
+    out.start().await;
+    let mut st = State::default();
+    let mut sse = SseDecoder::new();
+    'read: loop {
+        let (events, end) = match resp.chunk(&cancel).await {
+            Ok(Some(bytes)) => (sse.push(&bytes), false),
+            // The SDK ends the stream quietly on abort; the missing terminal event reports it.
+            Ok(None) | Err(ReadError::Aborted) => (sse.finish(), true),
+            Err(e) => {
+                st.flush_partial(&mut out);
+                return out.fail(cancel.is_cancelled(), read_error_text(&e)).await;
+            }
+        };
+        for ev in events {
+            let data = match openai_sse_data(&ev) {
+                SseData::Done => break 'read,
+                SseData::Fail(t) => {
+                    st.flush_partial(&mut out);
+                    return out.fail(cancel.is_cancelled(), with_hint(t)).await;
+                }
+                SseData::Event(d) => d,
+            };
+            if let Err(t) = st.event(&model, &data, &mut out).await {
+                st.flush_partial(&mut out);
+                return out.fail(cancel.is_cancelled(), with_hint(t)).await;
+            }
+            if out.gone() {
+                return;
+            }
+        }
+        if end {
+            break;
+        }
+    }
+    let text = if !st.terminal {
+        Some("OpenAI Responses stream ended before a terminal response event".to_string())
+    } else if out.msg.stop_reason == StopReason::ToolUse && !st.unfinished.is_empty() {
+        let i = st.unfinished[0];
+        match out.msg.content.get(i) {
+            Some(AssistantBlock::ToolCall(tc)) => Some(format!(
+                "OpenAI Responses stream completed with an unfinished tool call: {} ({})",
+                tc.name, tc.id
+            )),
+            _ => None,
+        }
+    } else if cancel.is_cancelled() {
+        Some("Request was aborted".to_string())
+    } else if out.msg.stop_reason == StopReason::Pending {
+        Some("OpenAI Responses stream ended without a stop reason".to_string())
+    } else if matches!(out.msg.stop_reason, StopReason::Error | StopReason::Aborted) {
+        Some(
+            out.msg
+                .error_message
+                .clone()
+                .unwrap_or_else(|| "An unknown error occurred".into()),
+        )
+    } else {
+        None
+    };
+    match text {
+        Some(t) => {
+            st.flush_partial(&mut out);
+            out.fail(cancel.is_cancelled(), with_hint(t)).await
+        }
+        None => out.done().await,
+    }
+}
+
+fn with_hint(text: String) -> String {
+    if text.contains("subscription_sharing_usage_limit_exceeded") {
+        format!("{text}\nCheck your ChatGPT usage: https://chatgpt.com/settings/usage")
+    } else if text.contains("subscription_sharing_workplace_individual_usage_limit_exceeded") {
+        format!(
+            "{text}\nYou've reached your ChatGPT workspace's usage limit. Ask your workspace admin to increase it at admin.openai.com → Workspace → Usage limits."
+        )
+    } else {
+        text
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Thinking,
+    Text,
+    Tool,
+}
+
+#[derive(Debug)]
+struct Slot {
+    kind: Kind,
+    index: usize,
+    args: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    slots: HashMap<i64, Slot>,
+    /// Content indices of tool calls whose `output_item.done` has not arrived.
+    unfinished: Vec<usize>,
+    /// Reasoning item id → content index (for signatures backfilled at completion).
+    reasoning: HashMap<String, usize>,
+    terminal: bool,
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_f64().filter(|f| *f > 0.0).map_or(0, |f| f as u64)
+}
+
+impl State {
+    fn flush_partial(&self, out: &mut Output) {
+        for s in self.slots.values() {
+            if s.kind == Kind::Tool
+                && !s.args.is_empty()
+                && let Some(AssistantBlock::ToolCall(tc)) = out.msg.content.get_mut(s.index)
+            {
+                tc.arguments = partial_arguments(&s.args);
+            }
+        }
+    }
+
+    async fn create(&mut self, oi: i64, item: &Value, out: &mut Output) -> bool {
+        let index = out.msg.content.len();
+        let usage = out.usage();
+        match item["type"].as_str().unwrap_or("") {
+            "reasoning" => {
+                out.msg
+                    .content
+                    .push(AssistantBlock::Thinking(ThinkingContent::new("")));
+                self.slots.insert(
+                    oi,
+                    Slot {
+                        kind: Kind::Thinking,
+                        index,
+                        args: String::new(),
+                    },
+                );
+                out.emit(StreamEvent::ThinkingStart { index, usage }).await;
+            }
+            "message" => {
+                if item["phase"] == "final_answer" {
+                    out.msg.stop_reason = StopReason::Stop;
+                }
+                out.msg
+                    .content
+                    .push(AssistantBlock::Text(TextContent::new("")));
+                self.slots.insert(
+                    oi,
+                    Slot {
+                        kind: Kind::Text,
+                        index,
+                        args: String::new(),
+                    },
+                );
+                out.emit(StreamEvent::TextStart { index, usage }).await;
+            }
+            "function_call" => {
+                let id = format!("{}|{}", str_of(&item["call_id"]), str_of(&item["id"]));
+                let name = item["name"].as_str().unwrap_or("").to_string();
+                let args = item["arguments"].as_str().unwrap_or("").to_string();
+                let mut tc = ToolCall::new(id.clone(), name.clone(), partial_arguments(&args));
+                tc.namespace = item["namespace"].as_str().map(String::from);
+                out.msg.content.push(AssistantBlock::ToolCall(tc));
+                self.unfinished.push(index);
+                self.slots.insert(
+                    oi,
+                    Slot {
+                        kind: Kind::Tool,
+                        index,
+                        args,
+                    },
+                );
+                out.emit(StreamEvent::ToolcallStart {
+                    index,
+                    id,
+                    name,
+                    usage,
+                })
+                .await;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    async fn event(&mut self, model: &Model, ev: &Value, out: &mut Output) -> Result<(), String> {
+        let oi = ev["output_index"].as_i64().unwrap_or(-1);
+        let slot = |st: &State, kind: Kind| {
+            st.slots
+                .get(&oi)
+                .filter(|s| s.kind == kind)
+                .map(|s| s.index)
+        };
+        let usage = out.usage();
+        match ev["type"].as_str().unwrap_or("") {
+            "response.created" => {
+                if let Some(id) = ev["response"]["id"].as_str() {
+                    out.set_response_id(id.to_string());
+                }
+            }
+            "response.output_item.added" => {
+                self.create(oi, &ev["item"], out).await;
+            }
+            "response.reasoning_summary_text.delta"
+            | "response.reasoning_text.delta"
+            | "response.reasoning_summary_part.done" => {
+                let Some(index) = slot(self, Kind::Thinking) else {
+                    return Ok(());
+                };
+                let delta = if ev["type"] == "response.reasoning_summary_part.done" {
+                    "\n\n".to_string()
+                } else {
+                    str_of(&ev["delta"])
+                };
+                if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
+                    t.thinking.push_str(&delta);
+                }
+                out.emit(StreamEvent::ThinkingDelta {
+                    index,
+                    delta,
+                    usage,
+                })
+                .await;
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let Some(index) = slot(self, Kind::Text) else {
+                    return Ok(());
+                };
+                let delta = str_of(&ev["delta"]);
+                if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
+                    t.text.push_str(&delta);
+                }
+                out.emit(StreamEvent::TextDelta {
+                    index,
+                    delta,
+                    usage,
+                })
+                .await;
+            }
+            "response.function_call_arguments.delta" => {
+                let Some(s) = self.slots.get_mut(&oi).filter(|s| s.kind == Kind::Tool) else {
+                    return Ok(());
+                };
+                let delta = str_of(&ev["delta"]);
+                s.args.push_str(&delta);
+                let index = s.index;
+                out.emit(StreamEvent::ToolcallDelta {
+                    index,
+                    delta,
+                    usage,
+                })
+                .await;
+            }
+            "response.function_call_arguments.done" => {
+                let Some(s) = self.slots.get_mut(&oi).filter(|s| s.kind == Kind::Tool) else {
+                    return Ok(());
+                };
+                if let Some(delta) = replace_args(&mut s.args, &str_of(&ev["arguments"])) {
+                    let index = s.index;
+                    out.emit(StreamEvent::ToolcallDelta {
+                        index,
+                        delta,
+                        usage,
+                    })
+                    .await;
+                }
+            }
+            "response.output_item.done" => self.item_done(oi, &ev["item"], out).await,
+            "response.completed" | "response.incomplete" => {
+                self.finalize(model, &ev["response"], out)
+            }
+            "error" => {
+                return Err(format!(
+                    "Error Code {}: {}",
+                    js_text(ev.get("code")),
+                    js_text(ev.get("message"))
+                ));
+            }
+            "response.failed" => {
+                self.terminal = true;
+                let r = &ev["response"];
+                if let Some(s) = r["status"].as_str() {
+                    out.set_raw_stop_reason(s.to_string());
+                }
+                let e = &r["error"];
+                return Err(if e.is_object() {
+                    format!(
+                        "{}: {}",
+                        e["code"]
+                            .as_str()
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or("unknown"),
+                        e["message"]
+                            .as_str()
+                            .filter(|s| !s.is_empty())
+                            .unwrap_or("no message")
+                    )
+                } else if let Some(reason) = r["incomplete_details"]["reason"].as_str() {
+                    format!("incomplete: {reason}")
+                } else {
+                    "Unknown error (no error details in response)".into()
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    async fn item_done(&mut self, oi: i64, item: &Value, out: &mut Output) {
+        if item["type"] == "message" && item["phase"] == "final_answer" {
+            out.msg.stop_reason = StopReason::Stop;
+        }
+        if !self.slots.contains_key(&oi) && !self.create(oi, item, out).await {
+            return;
+        }
+        let Some(slot) = self.slots.get(&oi) else {
+            return;
+        };
+        let (kind, index) = (slot.kind, slot.index);
+        let usage = out.usage();
+        match (item["type"].as_str().unwrap_or(""), kind) {
+            ("reasoning", Kind::Thinking) => {
+                let join = |key: &str| {
+                    item[key]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .map(|s| str_of(&s["text"]))
+                                .collect::<Vec<_>>()
+                                .join("\n\n")
+                        })
+                        .unwrap_or_default()
+                };
+                let (summary, content) = (join("summary"), join("content"));
+                if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
+                    if !summary.is_empty() {
+                        t.thinking = summary;
+                    } else if !content.is_empty() {
+                        t.thinking = content;
+                    }
+                    t.thinking_signature = to_js_string(item).ok();
+                    let content = t.thinking.clone();
+                    if let Some(id) = item["id"].as_str() {
+                        self.reasoning.insert(id.to_string(), index);
+                    }
+                    out.emit(StreamEvent::ThinkingEnd {
+                        index,
+                        content,
+                        usage,
+                    })
+                    .await;
+                }
+            }
+            ("message", Kind::Text) => {
+                let text: String = item["content"]
+                    .as_array()
+                    .map(|c| {
+                        c.iter()
+                            .map(|p| {
+                                if p["type"] == "output_text" {
+                                    str_of(&p["text"])
+                                } else {
+                                    str_of(&p["refusal"])
+                                }
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut sig = json!({"v": 1, "id": item["id"]});
+                if let Some(p) = item["phase"].as_str() {
+                    sig["phase"] = p.into();
+                }
+                if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
+                    t.text = text.clone();
+                    t.text_signature = to_js_string(&sig).ok();
+                }
+                out.emit(StreamEvent::TextEnd {
+                    index,
+                    content: text,
+                    usage,
+                })
+                .await;
+            }
+            ("function_call", Kind::Tool) => {
+                let mut args = self
+                    .slots
+                    .get(&oi)
+                    .map(|s| s.args.clone())
+                    .unwrap_or_default();
+                if let Some(a) = item["arguments"].as_str().filter(|a| !a.is_empty()) {
+                    replace_args(&mut args, a);
+                }
+                let (a, err) = parse_tool_call_arguments(&args);
+                if let Some(AssistantBlock::ToolCall(tc)) = out.msg.content.get_mut(index) {
+                    tc.arguments = a;
+                    tc.arguments_error = err;
+                    if let Some(ns) = item["namespace"].as_str() {
+                        tc.namespace = Some(ns.to_string());
+                    }
+                    let tool_call = tc.clone();
+                    self.unfinished.retain(|i| *i != index);
+                    out.emit(StreamEvent::ToolcallEnd {
+                        index,
+                        tool_call,
+                        usage,
+                    })
+                    .await;
+                }
+            }
+            _ => return,
+        }
+        self.slots.remove(&oi);
+    }
+
+    fn finalize(&mut self, model: &Model, r: &Value, out: &mut Output) {
+        self.terminal = true;
+        for item in r["output"].as_array().into_iter().flatten() {
+            let (Some(id), Some(enc)) = (item["id"].as_str(), item["encrypted_content"].as_str())
+            else {
+                continue;
+            };
+            if item["type"] != "reasoning" || enc.is_empty() {
+                continue;
+            }
+            if let Some(AssistantBlock::Thinking(t)) = self
+                .reasoning
+                .get(id)
+                .and_then(|i| out.msg.content.get_mut(*i))
+                && let Some(sig) = &t.thinking_signature
+                && let Ok(mut stored) = pi_protocol::js_parse::parse_js_json(sig)
+                && stored
+                    .get("encrypted_content")
+                    .is_none_or(|e| !crate::provider_error::is_truthy(e))
+            {
+                stored["encrypted_content"] = enc.into();
+                t.thinking_signature = to_js_string(&stored).ok();
+            }
+        }
+        if let Some(id) = r["id"].as_str() {
+            out.set_response_id(id.to_string());
+        }
+        if r["usage"].is_object() {
+            let us = &r["usage"];
+            let cached = u(&us["input_tokens_details"]["cached_tokens"]);
+            let write = u(&us["input_tokens_details"]["cache_write_tokens"]);
+            out.msg.usage = Usage {
+                input: u(&us["input_tokens"]).saturating_sub(cached + write),
+                output: u(&us["output_tokens"]),
+                cache_read: cached,
+                cache_write: write,
+                reasoning: Some(u(&us["output_tokens_details"]["reasoning_tokens"])),
+                total_tokens: u(&us["total_tokens"]),
+                ..Usage::zero()
+            };
+        }
+        calculate_cost(model, &mut out.msg.usage);
+        let tier = match r["service_tier"].as_str() {
+            Some("flex") => 0.5,
+            Some("priority" | "fast") if model.id == "gpt-5.5" => 2.5,
+            Some("priority" | "fast") => 2.0,
+            _ => 1.0,
+        };
+        if tier != 1.0 {
+            let c = &mut out.msg.usage.cost;
+            c.input *= tier;
+            c.output *= tier;
+            c.cache_read *= tier;
+            c.cache_write *= tier;
+            c.total = c.input + c.output + c.cache_read + c.cache_write;
+        }
+        let status = r["status"].as_str();
+        let reason = r["incomplete_details"]["reason"].as_str();
+        match (status, reason) {
+            (Some(s), Some(rs)) => out.set_raw_stop_reason(format!("{s}.{rs}")),
+            (Some(s), None) => out.set_raw_stop_reason(s.to_string()),
+            _ => {}
+        }
+        let (stop, err) = match status {
+            None | Some("completed" | "in_progress" | "queued") => (StopReason::Stop, None),
+            Some("incomplete") if reason == Some("max_output_tokens") => (StopReason::Length, None),
+            Some("incomplete") => (
+                StopReason::Error,
+                Some(reason.map_or(
+                    "Response incomplete without a provider reason".to_string(),
+                    |r| format!("Response incomplete: {r}"),
+                )),
+            ),
+            Some("failed" | "cancelled") => (StopReason::Error, None),
+            Some(other) => (
+                StopReason::Error,
+                Some(format!("Unhandled stop reason: {other}")),
+            ),
+        };
+        out.msg.stop_reason = stop;
+        match err {
+            Some(e) => out.set_error_message(e),
+            None => out.clear_error_message(),
+        }
+        if stop == StopReason::Stop
+            && out
+                .msg
+                .content
+                .iter()
+                .any(|b| matches!(b, AssistantBlock::ToolCall(_)))
+        {
+            out.msg.stop_reason = StopReason::ToolUse;
+        }
+    }
+}
+
+/// The provider's complete argument text: the missing piece when it continues what streamed,
+/// otherwise a restart (no delta).
+fn replace_args(args: &mut String, text: &str) -> Option<String> {
+    if let Some(rest) = text.strip_prefix(args.as_str()) {
+        let rest = rest.to_string();
+        args.push_str(&rest);
+        return (!rest.is_empty()).then_some(rest);
+    }
+    *args = text.to_string();
+    None
+}
+
+fn str_of(v: &Value) -> String {
+    v.as_str().unwrap_or("").to_string()
+}
+
+/// `${value}` of a JavaScript template literal for JSON values.
+fn js_text(v: Option<&Value>) -> String {
+    match v {
+        None => "undefined".into(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) => "null".into(),
+        Some(other) => to_js_string(other).unwrap_or_default(),
+    }
+}

@@ -1,0 +1,108 @@
+//! What every adapter does before it talks to the network: the request headers (identity, then
+//! model headers, then request headers, later names replacing earlier ones case-insensitively),
+//! the context-clamped output cap, and the message for a request that fails before it starts.
+
+use crate::budget::clamp_max_tokens_to_context;
+use crate::cost::clamp_thinking_level;
+use crate::http::default_user_agent;
+use crate::stream::{LlmContext, StreamEvent, StreamOptions};
+use pi_protocol::message::AssistantMessage;
+use pi_protocol::model::Model;
+use pi_protocol::record::KeyOrder;
+use pi_protocol::thinking::ThinkingLevel;
+use pi_protocol::usage::StopReason;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Headers as an ordered list; [`Headers::set`] replaces a name case-insensitively.
+#[derive(Debug, Clone, Default)]
+pub struct Headers(pub Vec<(String, String)>);
+
+impl Headers {
+    pub fn set(&mut self, name: &str, value: impl Into<String>) {
+        self.0.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.0.push((name.to_string(), value.into()));
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// True when `name` is set to a non-blank value.
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|v| !v.trim().is_empty())
+    }
+}
+
+/// `User-Agent`, then the model's headers, then `extra` (adapter defaults), then the request's.
+pub fn base_headers(model: &Model, options: &StreamOptions, extra: &[(&str, String)]) -> Headers {
+    let mut h = Headers::default();
+    h.set(
+        "User-Agent",
+        options
+            .user_agent
+            .clone()
+            .unwrap_or_else(default_user_agent),
+    );
+    for (k, v) in extra {
+        h.set(k, v.clone());
+    }
+    for (k, v) in model.headers.iter().flat_map(|m| m.iter()) {
+        h.set(k, v.clone());
+    }
+    for (k, v) in &options.headers {
+        h.set(k, v.clone());
+    }
+    h
+}
+
+/// `maxTokens` (default the model's) clamped to the context window.
+pub fn base_max_tokens(model: &Model, context: &LlmContext, options: &StreamOptions) -> u64 {
+    clamp_max_tokens_to_context(
+        model,
+        &context.messages,
+        options.max_tokens.unwrap_or(model.max_tokens),
+    )
+}
+
+/// The requested level clamped to the model's, `None` for off.
+pub fn effective_reasoning(model: &Model, options: &StreamOptions) -> Option<ThinkingLevel> {
+    let level = clamp_thinking_level(model, options.reasoning?);
+    (level != ThinkingLevel::Off).then_some(level)
+}
+
+/// The message Pi produces when a request fails before it is sent (a missing key, an unknown
+/// API): no content, zero usage, `errorMessage` before `timestamp`.
+pub fn setup_error(model: &Model, text: String, started: Instant, timestamp: u64) -> StreamEvent {
+    let msg = AssistantMessage::new(
+        &model.api,
+        &model.provider,
+        &model.id,
+        StopReason::Error,
+        timestamp,
+    );
+    setup_error_message(&msg, text, started)
+}
+
+/// [`setup_error`] for a message already addressed (api, provider, model, timestamp).
+pub fn setup_error_message(base: &AssistantMessage, text: String, started: Instant) -> StreamEvent {
+    let mut msg = AssistantMessage::new(
+        base.api.clone(),
+        base.provider.clone(),
+        base.model.clone(),
+        StopReason::Error,
+        base.timestamp,
+    );
+    msg.error_message = Some(text);
+    msg.duration_ms = Some(started.elapsed().as_millis() as u64);
+    let mut order: Vec<String> = AssistantMessage::FAILURE_ORDER
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    order.push("durationMs".into());
+    msg.rest.set_order(KeyOrder::Recorded(Arc::from(order)));
+    StreamEvent::Error { message: msg }
+}

@@ -1,0 +1,196 @@
+//! A loopback HTTP server for provider tests: serves scripted responses in order (a plain body,
+//! or SSE chunks with chunked encoding that can be cut or stalled) and records every request.
+
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted answer.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    /// A complete body (sent with content-length); `None` for a chunked stream of `chunks`.
+    pub body: Option<String>,
+    pub chunks: Vec<String>,
+    /// Close the connection after this many chunks, without the final chunk.
+    pub drop_after: Option<usize>,
+    /// Stop sending after this many chunks and keep the connection open.
+    pub stall_after: Option<usize>,
+    pub gap: Duration,
+}
+
+impl Reply {
+    pub fn sse(chunks: Vec<String>) -> Reply {
+        Reply {
+            status: 200,
+            content_type: "text/event-stream".into(),
+            chunks,
+            ..Reply::default()
+        }
+    }
+
+    pub fn error(status: u16, body: &str, content_type: &str) -> Reply {
+        Reply {
+            status,
+            content_type: content_type.into(),
+            body: Some(body.into()),
+            ..Reply::default()
+        }
+    }
+}
+
+/// A request as received: header names lowercased, in arrival order.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Clone)]
+pub struct Mock {
+    pub addr: SocketAddr,
+    replies: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl Mock {
+    pub async fn start(replies: Vec<Reply>) -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mock = Mock {
+            addr: listener.local_addr().unwrap(),
+            replies: Arc::new(Mutex::new(replies.into())),
+            requests: Arc::new(Mutex::new(Vec::new())),
+        };
+        let m = mock.clone();
+        tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                let m = m.clone();
+                tokio::spawn(async move { m.serve(sock).await });
+            }
+        });
+        mock
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn push(&self, r: Reply) {
+        self.replies.lock().unwrap().push_back(r);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    async fn serve(&self, mut sock: TcpStream) {
+        let mut buf = Vec::new();
+        let mut tmp = [0u8; 8192];
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i;
+            }
+            match sock.read(&mut tmp).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let target = lines
+            .next()
+            .unwrap_or("")
+            .split(' ')
+            .nth(1)
+            .unwrap_or("")
+            .to_string();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let len: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = buf[head_end + 4..].to_vec();
+        while body.len() < len {
+            match sock.read(&mut tmp).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => body.extend_from_slice(&tmp[..n]),
+            }
+        }
+        self.requests.lock().unwrap().push(Recorded {
+            path: target,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        let reply = self.replies.lock().unwrap().pop_front();
+        let reply =
+            reply.unwrap_or_else(|| Reply::error(500, "no scripted response", "text/plain"));
+        let reason = match reply.status {
+            200 => "OK",
+            400 => "Bad Request",
+            429 => "Too Many Requests",
+            500 => "Internal Server Error",
+            502 => "Bad Gateway",
+            503 => "Service Unavailable",
+            _ => "Status",
+        };
+        if let Some(b) = &reply.body {
+            let out = format!(
+                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                reply.status,
+                reply.content_type,
+                b.len()
+            );
+            let _ = sock.write_all(out.as_bytes()).await;
+            return;
+        }
+        let head = format!(
+            "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+            reply.status, reply.content_type
+        );
+        if sock.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let cut = reply.drop_after.or(reply.stall_after);
+        for (i, c) in reply.chunks.iter().enumerate() {
+            if cut.is_some_and(|n| i >= n) {
+                break;
+            }
+            let frame = format!("{:x}\r\n{c}\r\n", c.len());
+            if sock.write_all(frame.as_bytes()).await.is_err() {
+                return;
+            }
+            let _ = sock.flush().await;
+            if !reply.gap.is_zero() {
+                tokio::time::sleep(reply.gap).await;
+            }
+        }
+        if reply.stall_after.is_some() {
+            // Hold the connection until the client gives up (bounded).
+            let _ = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut tmp)).await;
+            return;
+        }
+        if reply.drop_after.is_none() {
+            let _ = sock.write_all(b"0\r\n\r\n").await;
+        }
+    }
+}

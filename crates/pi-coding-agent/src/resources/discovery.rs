@@ -1,0 +1,369 @@
+//! Which skill and prompt-template files exist for a working directory, before they are read
+//! (the local part of Pi's `DefaultPackageManager.resolve`):
+//!
+//! 1. entries of the `skills`/`prompts` settings, project layer first (relative to `<cwd>/.pi`),
+//!    then the agent-dir layer (relative to the agent dir): plain paths are collected, `!glob`,
+//!    `+path` and `-path` entries switch them on and off;
+//! 2. the standard folders, each file on unless an override entry of its layer switches it off:
+//!    project (only when trusted) `.pi/skills`, every `.agents/skills` from the cwd up to the
+//!    git root, `.pi/prompts`; then the user's `<agentDir>/skills`, `~/.agents/skills`,
+//!    `<agentDir>/prompts`;
+//! 3. ordered by precedence (project settings, project folders, user settings, user folders)
+//!    and deduplicated by real path.
+//!
+//! Every path keeps the metadata that gives it its `sourceInfo`, switched off or not.
+//! Packages (`packages` setting, npm/git sources) are not resolved yet.
+
+use super::patterns::{IgnoreRules, Overrides, apply_patterns};
+use super::skills::{entry_kind, sorted_entries};
+use super::source::Metadata;
+use crate::settings::paths::{CONFIG_DIR_NAME, canonicalize_or_self, resolve_path_trimmed};
+use pi_protocol::results::SourceScope;
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// A discovered file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Discovered {
+    pub path: PathBuf,
+    pub enabled: bool,
+    pub metadata: Metadata,
+}
+
+/// What discovery looks at.
+pub struct DiscoveryInput<'a> {
+    pub cwd: &'a Path,
+    pub agent_dir: &'a Path,
+    pub home: &'a Path,
+    pub global: &'a Map<String, Value>,
+    /// The project layer (empty when the project is not trusted).
+    pub project: &'a Map<String, Value>,
+    pub project_trusted: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Skills,
+    Prompts,
+}
+
+impl Kind {
+    fn key(self) -> &'static str {
+        match self {
+            Kind::Skills => "skills",
+            Kind::Prompts => "prompts",
+        }
+    }
+}
+
+fn list(layer: &Map<String, Value>, key: &str) -> Vec<String> {
+    match layer.get(key) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn is_pattern(s: &str) -> bool {
+    s.starts_with(['!', '+', '-']) || s.contains('*') || s.contains('?')
+}
+
+/// The discovered files of one kind, in precedence order.
+pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
+    let project_base = input.cwd.join(CONFIG_DIR_NAME);
+    let global_base = input.agent_dir.to_path_buf();
+    let project_entries = list(input.project, kind.key());
+    let global_entries = list(input.global, kind.key());
+    let mut acc: Vec<Discovered> = Vec::new();
+    let add = |acc: &mut Vec<Discovered>, path: PathBuf, metadata: &Metadata, enabled: bool| {
+        acc.push(Discovered {
+            path,
+            enabled,
+            metadata: metadata.clone(),
+        });
+    };
+
+    for (entries, scope, base) in [
+        (&project_entries, SourceScope::Project, &project_base),
+        (&global_entries, SourceScope::User, &global_base),
+    ] {
+        if entries.is_empty() {
+            continue;
+        }
+        let meta = Metadata::new("local", scope, None);
+        let (patterns, plain): (Vec<String>, Vec<String>) =
+            entries.iter().cloned().partition(|e| is_pattern(e));
+        let files = collect_from_paths(
+            plain
+                .iter()
+                .map(|p| resolve_path_trimmed(p, base, input.home)),
+            kind,
+        );
+        let on = apply_patterns(&files, &patterns, base, input.home);
+        for (f, enabled) in files.into_iter().zip(on) {
+            add(&mut acc, f, &meta, enabled);
+        }
+    }
+
+    let project_overrides = Overrides::new(&project_entries);
+    let user_overrides = Overrides::new(&global_entries);
+    let add_auto = |acc: &mut Vec<Discovered>,
+                    paths: Vec<PathBuf>,
+                    meta: &Metadata,
+                    overrides: &Overrides,
+                    base: &Path| {
+        for p in paths {
+            let enabled = overrides.enabled(&p.to_string_lossy(), base, input.home);
+            add(acc, p, meta, enabled);
+        }
+    };
+    let user_agents_skills = input.home.join(".agents").join("skills");
+    if input.project_trusted {
+        let meta = Metadata::new("auto", SourceScope::Project, Some(&project_base));
+        match kind {
+            Kind::Skills => {
+                let skills = collect_skill_entries(&project_base.join("skills"), SkillMode::Pi);
+                add_auto(&mut acc, skills, &meta, &project_overrides, &project_base);
+                for dir in ancestor_agents_skill_dirs(input.cwd) {
+                    if dir == user_agents_skills {
+                        continue;
+                    }
+                    let agents_base = dir.parent().unwrap_or(&dir).to_path_buf();
+                    let meta = Metadata::new("auto", SourceScope::Project, Some(&agents_base));
+                    let skills = collect_skill_entries(&dir, SkillMode::Agents);
+                    add_auto(&mut acc, skills, &meta, &project_overrides, &agents_base);
+                }
+            }
+            Kind::Prompts => {
+                let prompts = collect_prompt_entries(&project_base.join("prompts"));
+                add_auto(&mut acc, prompts, &meta, &project_overrides, &project_base);
+            }
+        }
+    }
+    let meta = Metadata::new("auto", SourceScope::User, Some(&global_base));
+    match kind {
+        Kind::Skills => {
+            let skills = collect_skill_entries(&global_base.join("skills"), SkillMode::Pi);
+            add_auto(&mut acc, skills, &meta, &user_overrides, &global_base);
+            let agents_base = input.home.join(".agents");
+            let meta = Metadata::new("auto", SourceScope::User, Some(&agents_base));
+            let skills = collect_skill_entries(&user_agents_skills, SkillMode::Agents);
+            add_auto(&mut acc, skills, &meta, &user_overrides, &agents_base);
+        }
+        Kind::Prompts => {
+            let prompts = collect_prompt_entries(&global_base.join("prompts"));
+            add_auto(&mut acc, prompts, &meta, &user_overrides, &global_base);
+        }
+    }
+
+    // A path listed twice keeps its first entry (metadata and switch).
+    let mut listed = std::collections::HashSet::new();
+    acc.retain(|d| listed.insert(d.path.clone()));
+    // Precedence: project settings, project folders, user settings, user folders (stable).
+    let rank = |m: &Metadata| {
+        let scope = if m.scope == SourceScope::Project {
+            0
+        } else {
+            2
+        };
+        scope + usize::from(m.source != "local")
+    };
+    acc.sort_by_key(|d| rank(&d.metadata));
+    let mut seen = std::collections::HashSet::new();
+    acc.retain(|d| seen.insert(canonicalize_or_self(&d.path)));
+    acc
+}
+
+/// Files of settings entries: a file as is, a folder searched like its kind's standard folder
+/// (recursively for prompts).
+fn collect_from_paths(paths: impl Iterator<Item = PathBuf>, kind: Kind) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for p in paths {
+        let (is_dir, is_file) = entry_kind(&p);
+        if is_file {
+            files.push(p);
+        } else if is_dir {
+            match kind {
+                Kind::Skills => files.extend(collect_skill_entries(&p, SkillMode::Pi)),
+                Kind::Prompts => {
+                    let mut rules = IgnoreRules::new(&p);
+                    collect_markdown(&p, &mut rules, &mut files);
+                }
+            }
+        }
+    }
+    files
+}
+
+fn collect_markdown(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>) {
+    rules.add_dir(dir);
+    for (name, path) in sorted_entries(dir) {
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        let (is_dir, is_file) = entry_kind(&path);
+        if rules.ignores(&path, is_dir) {
+            continue;
+        }
+        if is_dir {
+            collect_markdown(&path, rules, out);
+        } else if is_file && name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// `pi`: top-level `.md` files count (Pi's skills folders); `agents`: only `.md` files in
+/// subfolders (the Agent Skills `.agents/skills` layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SkillMode {
+    Pi,
+    Agents,
+}
+
+fn collect_skill_entries(root: &Path, mode: SkillMode) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if root.exists() {
+        let mut rules = IgnoreRules::new(root);
+        skill_entries(root, root, mode, &mut rules, &mut out);
+    }
+    out
+}
+
+fn skill_entries(
+    dir: &Path,
+    root: &Path,
+    mode: SkillMode,
+    rules: &mut IgnoreRules,
+    out: &mut Vec<PathBuf>,
+) {
+    rules.add_dir(dir);
+    let entries = sorted_entries(dir);
+    if let Some((_, path)) = entries.iter().find(|(n, _)| n == "SKILL.md")
+        && entry_kind(path).1
+        && !rules.ignores(path, false)
+    {
+        out.push(path.clone());
+        return;
+    }
+    let at_root = dir == root;
+    for (name, path) in &entries {
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        let (is_dir, is_file) = entry_kind(path);
+        let wanted_md = match mode {
+            SkillMode::Pi => at_root,
+            SkillMode::Agents => !at_root,
+        };
+        if is_file && name.ends_with(".md") && !rules.ignores(path, false) && wanted_md {
+            out.push(path.clone());
+            continue;
+        }
+        if !is_dir || rules.ignores(path, true) {
+            continue;
+        }
+        skill_entries(path, root, mode, rules, out);
+    }
+}
+
+/// Top-level `.md` files of a prompts folder (not recursive).
+fn collect_prompt_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return out;
+    }
+    let mut rules = IgnoreRules::new(dir);
+    rules.add_dir(dir);
+    for (name, path) in sorted_entries(dir) {
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        if rules.ignores(&path, false) {
+            continue;
+        }
+        if entry_kind(&path).1 && name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `.agents/skills` in the cwd and each ancestor, stopping at the git root (the first folder
+/// with a `.git`), else at the filesystem root.
+pub fn ancestor_agents_skill_dirs(cwd: &Path) -> Vec<PathBuf> {
+    let git_root = cwd.ancestors().find(|d| d.join(".git").exists());
+    let mut dirs = Vec::new();
+    for dir in cwd.ancestors() {
+        dirs.push(dir.join(".agents").join("skills"));
+        if Some(dir) == git_root {
+            break;
+        }
+    }
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::test_dir::TempDir;
+    use serde_json::json;
+
+    #[test]
+    fn agents_skill_dirs_stop_at_the_git_root() {
+        let tmp = TempDir::new();
+        tmp.mkdir("a/repo/.git");
+        tmp.mkdir("a/repo/sub");
+        let dirs = ancestor_agents_skill_dirs(&tmp.path().join("a/repo/sub"));
+        assert_eq!(
+            dirs,
+            [
+                tmp.path().join("a/repo/sub/.agents/skills"),
+                tmp.path().join("a/repo/.agents/skills")
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_entries_come_before_standard_folders() {
+        let tmp = TempDir::new();
+        tmp.write("agent/prompts/auto.md", "x");
+        tmp.write("extra/one.md", "x");
+        tmp.write("extra/deep/two.md", "x");
+        tmp.write("extra/deep/.gitignore", "three.md\n");
+        tmp.write("extra/deep/three.md", "x");
+        let global = json!({"prompts": ["../extra", "!**/one.md"]});
+        let global = global.as_object().unwrap();
+        let empty = Map::new();
+        let input = DiscoveryInput {
+            cwd: &tmp.path().join("work"),
+            agent_dir: &tmp.path().join("agent"),
+            home: tmp.path(),
+            global,
+            project: &empty,
+            project_trusted: false,
+        };
+        let found: Vec<(String, bool, &str)> = discover(&input, Kind::Prompts)
+            .iter()
+            .map(|d| {
+                let rel = d
+                    .path
+                    .strip_prefix(tmp.path())
+                    .unwrap()
+                    .display()
+                    .to_string();
+                (rel, d.enabled, d.metadata.source)
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("extra/deep/two.md".to_string(), true, "local"),
+                ("extra/one.md".to_string(), false, "local"),
+                ("agent/prompts/auto.md".to_string(), true, "auto"),
+            ]
+        );
+    }
+}

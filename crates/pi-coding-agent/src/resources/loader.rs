@@ -1,0 +1,282 @@
+//! Loading every resource of a session at once (Pi's `DefaultResourceLoader.reload`, without
+//! extensions and themes): discovered and CLI skills and prompt templates with their source
+//! info, context files, and the custom and appended system prompt texts.
+
+use super::context_files::{ContextFile, load_context_files};
+use super::discovery::{Discovered, DiscoveryInput, Kind, discover};
+use super::prompt_templates::{PromptTemplate, load_prompt_templates};
+use super::skills::{Skill, load_skills};
+use super::source::{Diagnostic, DiagnosticKind};
+use crate::cli::Args;
+use crate::settings::SettingsManager;
+use crate::settings::paths::{CONFIG_DIR_NAME, canonicalize_or_self, resolve_path};
+use pi_protocol::results::SourceInfo;
+use std::path::{Path, PathBuf};
+
+/// What to load, from the command line and the environment.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceOptions {
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    pub home: PathBuf,
+    /// The process's working directory: relative CLI paths and `--system-prompt` files are
+    /// looked up from here (it differs from `cwd` when a session from elsewhere is resumed).
+    pub process_cwd: PathBuf,
+    /// `--skill` values.
+    pub skills: Vec<String>,
+    /// `--prompt-template` values.
+    pub prompt_templates: Vec<String>,
+    pub no_skills: bool,
+    pub no_prompt_templates: bool,
+    pub no_context_files: bool,
+    /// `--system-prompt` (text, or a file to read).
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt` values (texts or files); empty = not given (then
+    /// `APPEND_SYSTEM.md` is looked for).
+    pub append_system_prompt: Vec<String>,
+}
+
+impl ResourceOptions {
+    /// The options of a parsed command line.
+    pub fn from_args(
+        args: &Args,
+        cwd: &Path,
+        agent_dir: &Path,
+        home: &Path,
+        process_cwd: &Path,
+    ) -> ResourceOptions {
+        ResourceOptions {
+            cwd: cwd.to_path_buf(),
+            agent_dir: agent_dir.to_path_buf(),
+            home: home.to_path_buf(),
+            process_cwd: process_cwd.to_path_buf(),
+            skills: args.skills.clone(),
+            prompt_templates: args.prompt_templates.clone(),
+            no_skills: args.no_skills,
+            no_prompt_templates: args.no_prompt_templates,
+            no_context_files: args.no_context_files,
+            system_prompt: args.system_prompt.clone(),
+            append_system_prompt: args.append_system_prompt.clone(),
+        }
+    }
+}
+
+/// Everything loaded.
+#[derive(Debug, Clone, Default)]
+pub struct Resources {
+    pub skills: Vec<Skill>,
+    pub prompts: Vec<PromptTemplate>,
+    pub context_files: Vec<ContextFile>,
+    /// The custom system prompt text (`--system-prompt` or `SYSTEM.md`).
+    pub system_prompt: Option<String>,
+    /// The file the custom system prompt came from.
+    pub system_prompt_path: Option<PathBuf>,
+    /// Addendum texts, in order.
+    pub append_system_prompt: Vec<String>,
+    pub append_system_prompt_paths: Vec<PathBuf>,
+    /// Skill and prompt-template problems (Pi shows these in interactive mode only).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Problems Pi prints on stderr while loading (`Warning: Could not read ...`).
+    pub warnings: Vec<crate::cli::Diagnostic>,
+}
+
+/// Pi's `isLocalPath`: not a package source or URL.
+fn is_local_path(p: &str) -> bool {
+    let t = crate::cli::env::js_trim(p);
+    ![
+        "npm:", "git:", "github:", "http:", "https:", "ssh:", "builtin:",
+    ]
+    .iter()
+    .any(|prefix| t.starts_with(prefix))
+}
+
+/// Absolute, deduplicated (by real path) paths, in order.
+fn merge_paths(primary: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut seen = std::collections::HashSet::new();
+    primary
+        .iter()
+        .chain(extra)
+        .filter(|p| seen.insert(canonicalize_or_self(p)))
+        .cloned()
+        .collect()
+}
+
+/// The source info discovery recorded for `path` (the exact file, else a discovered folder
+/// containing it).
+fn discovered_source_info(path: &Path, found: &[Discovered]) -> Option<SourceInfo> {
+    found
+        .iter()
+        .find(|d| d.path == path)
+        .or_else(|| found.iter().find(|d| path.starts_with(&d.path)))
+        .map(|d| d.metadata.source_info(path))
+}
+
+/// Loads the resources of a session. `settings` must have been loaded with the session's trust
+/// decision (its project layer is empty when the project is not trusted).
+pub fn load_resources(opts: &ResourceOptions, settings: &SettingsManager) -> Resources {
+    let input = DiscoveryInput {
+        cwd: &opts.cwd,
+        agent_dir: &opts.agent_dir,
+        home: &opts.home,
+        global: settings.global_layer(),
+        project: settings.project_layer(),
+        project_trusted: settings.is_project_trusted(),
+    };
+    let found_skills = discover(&input, Kind::Skills);
+    let found_prompts = discover(&input, Kind::Prompts);
+    // One lookup table for both kinds, skills first (a file can only have one source).
+    let all_found: Vec<Discovered> = found_skills.iter().chain(&found_prompts).cloned().collect();
+    let cli_path = |p: &String| -> PathBuf {
+        if is_local_path(p) {
+            resolve_path(p, &opts.process_cwd, &opts.home)
+        } else {
+            opts.cwd.join(p)
+        }
+    };
+    let cli_skills: Vec<PathBuf> = opts.skills.iter().map(cli_path).collect();
+    let cli_prompts: Vec<PathBuf> = opts.prompt_templates.iter().map(cli_path).collect();
+    let enabled = |found: &[Discovered]| -> Vec<PathBuf> {
+        found
+            .iter()
+            .filter(|d| d.enabled)
+            .map(|d| d.path.clone())
+            .collect()
+    };
+    let mut res = Resources::default();
+
+    let skill_paths = if opts.no_skills {
+        merge_paths(&[], &cli_skills)
+    } else {
+        merge_paths(&enabled(&found_skills), &cli_skills)
+    };
+    let (mut skills, mut diags) = load_skills(&skill_paths, &opts.cwd, &opts.agent_dir, &opts.home);
+    for s in &mut skills {
+        if let Some(info) = discovered_source_info(&s.file_path, &all_found) {
+            s.source_info = info;
+        }
+    }
+    missing_cli_paths(
+        &opts.skills,
+        &cli_skills,
+        "Skill path does not exist",
+        &mut diags,
+    );
+    res.skills = skills;
+    res.diagnostics.append(&mut diags);
+
+    let prompt_paths = if opts.no_prompt_templates {
+        merge_paths(&[], &cli_prompts)
+    } else {
+        merge_paths(&enabled(&found_prompts), &cli_prompts)
+    };
+    let (templates, mut diags) =
+        load_prompt_templates(&prompt_paths, &opts.cwd, &opts.agent_dir, &opts.home);
+    for mut t in templates {
+        if let Some(existing) = res.prompts.iter().find(|p| p.name == t.name) {
+            diags.push(Diagnostic {
+                kind: DiagnosticKind::Collision,
+                message: format!("name \"/{}\" collision", t.name),
+                path: t.file_path.clone(),
+                winner: Some(existing.file_path.clone()),
+            });
+            continue;
+        }
+        if let Some(info) = discovered_source_info(&t.file_path, &all_found) {
+            t.source_info = info;
+        }
+        res.prompts.push(t);
+    }
+    missing_cli_paths(
+        &opts.prompt_templates,
+        &cli_prompts,
+        "Prompt template path does not exist",
+        &mut diags,
+    );
+    res.diagnostics.append(&mut diags);
+
+    if !opts.no_context_files {
+        let (files, warnings) = load_context_files(&opts.cwd, &opts.agent_dir);
+        res.context_files = files;
+        res.warnings
+            .extend(warnings.into_iter().map(crate::cli::Diagnostic::warning));
+    }
+
+    let trusted = settings.is_project_trusted();
+    let discover_file = |name: &str| -> Option<String> {
+        let project = opts.cwd.join(CONFIG_DIR_NAME).join(name);
+        if trusted && project.exists() {
+            return Some(project.to_string_lossy().into_owned());
+        }
+        let global = opts.agent_dir.join(name);
+        global
+            .exists()
+            .then(|| global.to_string_lossy().into_owned())
+    };
+    let system_source = opts
+        .system_prompt
+        .clone()
+        .or_else(|| discover_file("SYSTEM.md"));
+    if let Some(source) = system_source.as_deref() {
+        let (text, path) = prompt_input(source, "system prompt", opts, &mut res.warnings);
+        res.system_prompt = text;
+        res.system_prompt_path = path;
+    }
+    let append_sources: Vec<String> = if opts.append_system_prompt.is_empty() {
+        discover_file("APPEND_SYSTEM.md").into_iter().collect()
+    } else {
+        opts.append_system_prompt.clone()
+    };
+    for source in &append_sources {
+        let (text, path) = prompt_input(source, "append system prompt", opts, &mut res.warnings);
+        res.append_system_prompt.extend(text);
+        res.append_system_prompt_paths.extend(path);
+    }
+    res
+}
+
+/// `Skill path does not exist` (etc.) for CLI paths that are missing, once per path.
+fn missing_cli_paths(
+    raw: &[String],
+    resolved: &[PathBuf],
+    message: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for (r, p) in raw.iter().zip(resolved) {
+        if is_local_path(r) && !p.exists() && !diags.iter().any(|d| d.path == *p) {
+            diags.push(Diagnostic::error(message, p));
+        }
+    }
+}
+
+/// Pi's `resolvePromptInput`: a value naming an existing file is replaced by the file's text;
+/// anything else is the text itself. Empty means none. Also returns the file's path.
+fn prompt_input(
+    value: &str,
+    what: &str,
+    opts: &ResourceOptions,
+    warnings: &mut Vec<crate::cli::Diagnostic>,
+) -> (Option<String>, Option<PathBuf>) {
+    if value.is_empty() {
+        return (None, None);
+    }
+    let path = opts.process_cwd.join(value);
+    if !path.exists() {
+        return (Some(value.to_string()), None);
+    }
+    let resolved = crate::settings::paths::lexical_normalize(&path);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let text = text.strip_prefix('\u{FEFF}').unwrap_or(&text).to_string();
+            (Some(text), Some(resolved))
+        }
+        Err(e) => {
+            warnings.push(crate::cli::Diagnostic::warning(format!(
+                "Could not read {what} file {value}: Error: {}",
+                crate::settings::file::node_io_message(&e, &path)
+            )));
+            (Some(value.to_string()), Some(resolved))
+        }
+    }
+}

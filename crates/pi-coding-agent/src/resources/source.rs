@@ -1,0 +1,93 @@
+//! Where a resource came from (`SourceInfo` in `get_commands`), and the diagnostics resource
+//! loading produces.
+//!
+//! Pi gives a resource the source info of the discovery entry that produced its file (`auto` for
+//! the standard folders, `local` for settings entries); resources found only through a CLI flag
+//! keep the default their loader made (`local`, scope from the folder, `temporary` otherwise).
+
+use super::skills::SkillOrigin;
+use pi_protocol::results::{SourceInfo, SourceOrigin, SourceScope};
+use std::path::{Path, PathBuf};
+
+/// How a discovered path was found (Pi's `PathMetadata`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metadata {
+    /// `auto` (standard folders), `local` (settings entries), `builtin`, `cli`.
+    pub source: &'static str,
+    pub scope: SourceScope,
+    pub origin: SourceOrigin,
+    pub base_dir: Option<PathBuf>,
+}
+
+impl Metadata {
+    pub fn new(source: &'static str, scope: SourceScope, base_dir: Option<&Path>) -> Metadata {
+        Metadata {
+            source,
+            scope,
+            origin: SourceOrigin::TopLevel,
+            base_dir: base_dir.map(Path::to_path_buf),
+        }
+    }
+
+    /// The source info of `path` found this way.
+    pub fn source_info(&self, path: &Path) -> SourceInfo {
+        SourceInfo {
+            path: path.to_string_lossy().into_owned(),
+            source: self.source.to_string(),
+            scope: self.scope,
+            origin: self.origin,
+            base_dir: self
+                .base_dir
+                .as_ref()
+                .map(|d| d.to_string_lossy().into_owned()),
+            changelog_path: None,
+        }
+    }
+}
+
+/// The default source info of a skill file (Pi's `createSkillSourceInfo`).
+pub fn skill_source_info(path: &Path, base_dir: &Path, origin: SkillOrigin) -> SourceInfo {
+    let scope = match origin {
+        SkillOrigin::User => SourceScope::User,
+        SkillOrigin::Project => SourceScope::Project,
+        SkillOrigin::Path => SourceScope::Temporary,
+    };
+    Metadata::new("local", scope, Some(base_dir)).source_info(path)
+}
+
+/// Kinds of resource diagnostics (Pi's `ResourceDiagnostic.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiagnosticKind {
+    Warning,
+    Error,
+    /// Two resources with one name; the first (`winner`) is kept.
+    Collision,
+}
+
+/// A problem with one resource file or path. Pi shows these only in interactive mode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    pub kind: DiagnosticKind,
+    pub message: String,
+    pub path: PathBuf,
+    /// For collisions: the path that won.
+    pub winner: Option<PathBuf>,
+}
+
+impl Diagnostic {
+    pub fn warning(message: &str, path: &Path) -> Diagnostic {
+        Diagnostic {
+            kind: DiagnosticKind::Warning,
+            message: message.to_string(),
+            path: path.to_path_buf(),
+            winner: None,
+        }
+    }
+
+    pub fn error(message: &str, path: &Path) -> Diagnostic {
+        Diagnostic {
+            kind: DiagnosticKind::Error,
+            ..Diagnostic::warning(message, path)
+        }
+    }
+}

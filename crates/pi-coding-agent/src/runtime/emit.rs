@@ -1,0 +1,40 @@
+//! Writing records to the client.
+
+use super::Core;
+use pi_agent::AgentEvent;
+use pi_protocol::event::SessionEvent;
+use pi_protocol::json::to_js_line;
+use serde::Serialize;
+
+impl Core {
+    /// Writes one record, waiting while the client is slow to read.
+    pub async fn write<T: Serialize + ?Sized>(&self, record: &T) {
+        match to_js_line(record) {
+            Ok(line) => {
+                self.out.send(line).await;
+            }
+            Err(e) => eprintln!("pi: could not serialize a record: {e}"),
+        }
+    }
+
+    pub async fn emit(&self, event: SessionEvent) {
+        self.write(&event).await;
+    }
+
+    pub async fn emit_agent(&self, event: &AgentEvent, will_retry: bool) {
+        self.write(&event.wire(will_retry)).await;
+    }
+
+    /// `queue_update` with the complete current queues.
+    pub async fn emit_queue_update(&self) {
+        let (steering, follow_up) = {
+            let run = super::lock(&self.run);
+            (run.steering.clone(), run.follow_up.clone())
+        };
+        self.emit(SessionEvent::QueueUpdate {
+            steering,
+            follow_up,
+        })
+        .await;
+    }
+}

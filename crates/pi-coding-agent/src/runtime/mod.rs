@@ -1,0 +1,117 @@
+//! The session runtime (Pi's `AgentSession`): one agent, one session file, the model registry,
+//! settings and resources, and everything a run does around the agent loop — queues, retries,
+//! persistence, `agent_settled`. RPC commands call into it; it writes events to the output.
+
+mod commands_misc;
+mod emit;
+mod listener;
+pub mod llm_context;
+mod model_cmds;
+mod prompt;
+mod retry;
+mod session_cmds;
+mod startup;
+mod state;
+
+pub use prompt::{Preflight, PromptRequest};
+pub use startup::start;
+
+use crate::modes::rpc::output::Output;
+use crate::resources::session::SessionResources;
+use crate::settings::model::Settings;
+use pi_agent::Agent;
+use pi_ai::registry::{ModelRegistry, ScopedModel};
+use pi_protocol::message::{AssistantMessage, BashExecutionMessage};
+use pi_session::SessionStore;
+use pi_tools::SessionHandle;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Fixed facts about where this process runs.
+#[derive(Debug, Clone)]
+pub struct RuntimeEnv {
+    pub cwd: PathBuf,
+    pub agent_dir: PathBuf,
+    /// The package folder (`README.md`, `docs/`, `examples/`), named in the system prompt.
+    pub package_dir: PathBuf,
+    /// `<package_dir>/docs`, named in login help texts.
+    pub docs_dir: PathBuf,
+}
+
+/// State of the session-level run (Pi's `_isAgentRunActive` and friends).
+#[derive(Debug, Default)]
+pub(crate) struct RunState {
+    /// Texts of queued steering messages, as `queue_update` reports them.
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+    pub abort_requested: bool,
+    pub retry_attempt: u64,
+    /// Cancels the backoff sleep of a pending retry.
+    pub retry_cancel: Option<CancellationToken>,
+    /// The last assistant message of the low-level run that just ended.
+    pub last_assistant: Option<AssistantMessage>,
+    /// Session entry id of each persisted assistant message, newest last (for retry omission).
+    pub last_assistant_entry: Option<String>,
+    /// Tool-result entry ids persisted after `last_assistant_entry`.
+    pub tool_result_entries: Vec<String>,
+    /// RPC `bash` results waiting for the run to settle.
+    pub pending_bash: Vec<BashExecutionMessage>,
+    pub compacting: bool,
+}
+
+/// Everything the runtime owns except the agent.
+pub(crate) struct Core {
+    pub out: Output,
+    pub env: RuntimeEnv,
+    pub session: Mutex<SessionStore>,
+    pub registry: Mutex<ModelRegistry>,
+    /// Settings, context files, skills, prompt templates.
+    pub res: Mutex<SessionResources>,
+    pub scoped_models: Vec<ScopedModel>,
+    pub tool_session: SessionHandle,
+    pub run: Mutex<RunState>,
+    /// True while a session-level run is active (`isStreaming`).
+    pub busy: watch::Sender<bool>,
+    /// Running RPC `bash` commands, for `abort_bash`.
+    pub bash_cancels: Mutex<Vec<(u64, CancellationToken)>>,
+    agent: OnceLock<Weak<Agent>>,
+}
+
+/// Locks a mutex, recovering from poisoning (a panicked task must not wedge the session).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Core {
+    pub fn agent(&self) -> Option<Arc<Agent>> {
+        self.agent.get().and_then(Weak::upgrade)
+    }
+
+    pub fn is_streaming(&self) -> bool {
+        *self.busy.borrow()
+    }
+
+    /// A copy of the merged settings.
+    pub fn settings(&self) -> Settings {
+        lock(&self.res).settings.settings().clone()
+    }
+}
+
+/// The runtime: cheap to clone, shared by every command task.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) agent: Arc<Agent>,
+    pub(crate) core: Arc<Core>,
+}
+
+impl Runtime {
+    /// Ends the process's work: aborts a run and waits for it, kills running commands.
+    pub async fn shutdown(&self) {
+        if self.core.is_streaming() {
+            self.abort().await;
+        }
+        pi_tools::kill_running_shells();
+    }
+}

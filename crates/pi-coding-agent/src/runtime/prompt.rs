@@ -1,0 +1,280 @@
+//! `prompt`, `steer`, `follow_up` and the session-level run (Pi's `prompt`, `_preparePrompt`,
+//! `_startRun`, `_handlePostAgentRun`).
+//!
+//! The preflight runs inline in the command loop, so a second `prompt` sent right behind the
+//! first always sees the session busy (Pi races here and can lose it, see DEVIATIONS.md). The run
+//! itself is its own task.
+
+use super::{Core, Runtime, lock};
+use crate::resources::expand::expand_input;
+use crate::resources::system_prompt::{ToolPrompt, diff_sections, replay_sections, system_message};
+use pi_protocol::StreamingBehavior;
+use pi_protocol::content::{ImageContent, StringOrBlocks, TextContent, UserBlock};
+use pi_protocol::event::SessionEvent;
+use pi_protocol::message::{AgentMessage, UserMessage};
+use pi_protocol::usage::StopReason;
+
+/// A `prompt`, `steer` or `follow_up` as received.
+#[derive(Debug, Clone)]
+pub struct PromptRequest {
+    pub text: String,
+    pub images: Vec<ImageContent>,
+    pub streaming_behavior: Option<StreamingBehavior>,
+}
+
+/// What the preflight decided.
+pub enum Preflight {
+    /// Answer `success:false` with this error.
+    Rejected(String),
+    /// Queued behind the active run; answer `disposition:"queued"`.
+    Queued,
+    /// A run was started with these messages; answer `disposition:"started"`, then run it with
+    /// [`Runtime::run_session`].
+    Started(Vec<AgentMessage>),
+}
+
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn user_message(text: String, images: Vec<ImageContent>) -> AgentMessage {
+    let mut blocks = vec![UserBlock::Text(TextContent::new(text))];
+    blocks.extend(images.into_iter().map(UserBlock::Image));
+    AgentMessage::User(UserMessage::new(StringOrBlocks::Blocks(blocks), now_ms()))
+}
+
+impl Runtime {
+    /// The inline part of `prompt`.
+    pub async fn prompt_preflight(&self, request: PromptRequest) -> Preflight {
+        if lock(&self.core.run).compacting {
+            return Preflight::Rejected(
+                "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
+                    .into(),
+            );
+        }
+        let text = self.core.expand(&request.text).await;
+        if self.core.is_streaming() {
+            return match request.streaming_behavior {
+                None => Preflight::Rejected(
+                    "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+                        .into(),
+                ),
+                Some(behavior) => {
+                    self.queue(behavior, text, request.images).await;
+                    Preflight::Queued
+                }
+            };
+        }
+        if let Err(message) = self.core.check_auth(&self.agent) {
+            return Preflight::Rejected(message);
+        }
+        // From here the session is busy: a prompt arriving now is queued or refused.
+        self.core.busy.send_replace(true);
+        {
+            let mut run = lock(&self.core.run);
+            run.abort_requested = false;
+        }
+        let user = user_message(text, request.images);
+        let mut messages = Vec::new();
+        if let Some(system) = self.core.system_patch(&self.agent) {
+            messages.push(AgentMessage::System(system));
+        }
+        messages.push(user);
+        Preflight::Started(messages)
+    }
+
+    /// `steer` / `follow_up`: queue (also while idle; the next run delivers it).
+    pub async fn queue_input(&self, behavior: StreamingBehavior, request: PromptRequest) {
+        let text = self.core.expand(&request.text).await;
+        self.queue(behavior, text, request.images).await;
+    }
+
+    async fn queue(&self, behavior: StreamingBehavior, text: String, images: Vec<ImageContent>) {
+        {
+            let mut run = lock(&self.core.run);
+            match behavior {
+                StreamingBehavior::Steer => run.steering.push(text.clone()),
+                StreamingBehavior::FollowUp => run.follow_up.push(text.clone()),
+            }
+        }
+        self.core.emit_queue_update().await;
+        let message = user_message(text, images);
+        match behavior {
+            StreamingBehavior::Steer => self.agent.steer(message),
+            StreamingBehavior::FollowUp => self.agent.follow_up(message),
+        }
+    }
+
+    /// The session-level run: the first low-level run, then retries and queued work, then
+    /// exactly one `agent_settled`.
+    pub async fn run_session(&self, messages: Vec<AgentMessage>) {
+        if let Err(e) = self.agent.prompt(messages).await {
+            eprintln!("pi: {e}");
+        }
+        loop {
+            if self.abort_requested() {
+                break;
+            }
+            if self.post_agent_run().await {
+                if self.abort_requested() {
+                    break;
+                }
+                if let Err(e) = self.agent.continue_run().await {
+                    eprintln!("pi: {e}");
+                    break;
+                }
+                continue;
+            }
+            if self.abort_requested() || !self.agent.has_queued_messages() {
+                break;
+            }
+            if let Err(e) = self.agent.continue_run().await {
+                eprintln!("pi: {e}");
+                break;
+            }
+        }
+        if self.abort_requested() {
+            self.core.finish_cancelled_retry().await;
+        }
+        self.core.flush_pending_bash();
+        let aborted = self.abort_requested();
+        self.core.emit(SessionEvent::AgentSettled { aborted }).await;
+        self.core.busy.send_replace(false);
+    }
+
+    fn abort_requested(&self) -> bool {
+        lock(&self.core.run).abort_requested
+    }
+
+    /// After a low-level run: retry, report a final failure, or continue with queued messages.
+    /// True when the agent should continue.
+    async fn post_agent_run(&self) -> bool {
+        let message = lock(&self.core.run).last_assistant.take();
+        if self.abort_requested() {
+            self.core.finish_cancelled_retry().await;
+            return false;
+        }
+        let Some(message) = message else {
+            return self.agent.has_queued_messages();
+        };
+        if self.core.is_retryable(&message) && self.core.prepare_retry(&message).await {
+            if self.abort_requested() {
+                self.core.finish_cancelled_retry().await;
+            }
+            return !self.abort_requested();
+        }
+        if self.abort_requested() {
+            self.core.finish_cancelled_retry().await;
+            return false;
+        }
+        if message.stop_reason == StopReason::Error {
+            let attempt = std::mem::take(&mut lock(&self.core.run).retry_attempt);
+            if attempt > 0 {
+                self.core
+                    .emit(SessionEvent::AutoRetryEnd {
+                        success: false,
+                        attempt,
+                        final_error: message.error_message.clone(),
+                    })
+                    .await;
+            }
+        }
+        !self.abort_requested() && self.agent.has_queued_messages()
+    }
+
+    /// `abort`: stops the run (stream, tools, retry backoff) and waits until the session is idle.
+    pub async fn abort(&self) {
+        if self.core.is_streaming() {
+            let retry = {
+                let mut run = lock(&self.core.run);
+                run.abort_requested = true;
+                run.retry_cancel.clone()
+            };
+            if let Some(cancel) = retry {
+                cancel.cancel();
+            }
+            self.agent.abort();
+        }
+        let mut busy = self.core.busy.subscribe();
+        let _ = busy.wait_for(|b| !*b).await;
+    }
+
+    /// `clear_queue`: empties both queues and returns their texts.
+    pub async fn clear_queue(&self) -> (Vec<String>, Vec<String>) {
+        let taken = {
+            let mut run = lock(&self.core.run);
+            (
+                std::mem::take(&mut run.steering),
+                std::mem::take(&mut run.follow_up),
+            )
+        };
+        self.agent.clear_queues();
+        self.core.emit_queue_update().await;
+        taken
+    }
+}
+
+impl Core {
+    /// Skill and prompt-template expansion; a failing skill read is reported like Pi does.
+    async fn expand(&self, text: &str) -> String {
+        let expansion = {
+            let res = lock(&self.res);
+            expand_input(text, &res.resources.skills, &res.resources.prompts)
+        };
+        if let Some(err) = expansion.error {
+            self.emit(SessionEvent::ExtensionError {
+                extension_path: err.path,
+                event: "skill_expansion".into(),
+                error: err.error,
+            })
+            .await;
+        }
+        expansion.text
+    }
+
+    /// The model and auth checks of the preflight.
+    fn check_auth(&self, agent: &pi_agent::Agent) -> Result<(), String> {
+        let model = agent.with_state(|s| s.model.clone());
+        let registry = lock(&self.registry);
+        if registry.has_configured_auth(&model.provider) || registry.request_auth(&model).is_ok() {
+            return Ok(());
+        }
+        if registry.is_using_oauth(&model.provider) {
+            return Err(pi_ai::registry::oauth_failed(&model.provider));
+        }
+        Err(pi_ai::registry::no_api_key_found(
+            &model.provider,
+            &self.env.docs_dir,
+        ))
+    }
+
+    /// The system message to send before this run's first message, if the prompt changed.
+    pub fn system_patch(
+        &self,
+        agent: &pi_agent::Agent,
+    ) -> Option<pi_protocol::message::SystemMessage> {
+        let (transcript_sections, tool_names) = agent.with_state(|s| {
+            let systems = s.messages.iter().filter_map(|m| match m {
+                AgentMessage::System(sys) => Some(sys),
+                _ => None,
+            });
+            let names: Vec<String> = s.tools.iter().map(|t| t.name().to_string()).collect();
+            (replay_sections(systems), names)
+        });
+        let tool_prompts: Vec<ToolPrompt> =
+            tool_names.iter().map(|n| ToolPrompt::builtin(n)).collect();
+        let built =
+            lock(&self.res).prompt_sections(&tool_names, &[], &tool_prompts, &self.env.package_dir);
+        let sections = match built {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("pi: {e}");
+                return None;
+            }
+        };
+        diff_sections(&transcript_sections, &sections).map(|patch| system_message(patch, now_ms()))
+    }
+}

@@ -1,0 +1,303 @@
+//! Building the runtime from the command line, the environment and the files (Pi's `main`
+//! for the non-interactive modes, up to the point where the mode starts).
+
+use super::{Core, RunState, Runtime, RuntimeEnv, lock};
+use crate::cli::{Args, Diagnostic, DiagnosticKind, render_diagnostics};
+use crate::modes::rpc::output::Output;
+use crate::resources::session::{Locations, SessionResources};
+use crate::settings::manager::{SettingsManager, session_dir};
+use crate::settings::paths::{agent_dir, home_dir};
+use pi_agent::{Agent, AgentConfig, AgentState, ExecutionMode};
+use pi_ai::registry::{
+    Env, LoadOptions, ModelRegistry, ModelSettings, SessionModelState, StartupRequest,
+};
+use pi_protocol::message::AgentMessage;
+use pi_session::{NewSession, SessionScope, SessionStore};
+use pi_tools::{SessionHandle, SessionInfo, ToolsConfig};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::watch;
+
+/// Startup failed; print the message and exit 1.
+#[derive(Debug)]
+pub struct StartupError(pub String);
+
+fn warn_all(diagnostics: &[Diagnostic]) {
+    eprint!("{}", render_diagnostics(diagnostics));
+}
+
+fn tool_names(args: &Args, settings: &crate::settings::model::Settings) -> Vec<String> {
+    if args.no_tools || args.no_builtin_tools {
+        return Vec::new();
+    }
+    let base: Vec<String> = settings.default_tools.clone().unwrap_or_else(|| {
+        pi_tools::DEFAULT_TOOL_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    });
+    let mut names = match &args.tools {
+        Some(list)
+            if list
+                .iter()
+                .any(|t| t.starts_with('+') || t.starts_with('-')) =>
+        {
+            crate::settings::merge::apply_tool_modifiers(&base, list)
+        }
+        Some(list) => list.clone(),
+        None => base,
+    };
+    names.retain(|n| pi_tools::ALL_TOOL_NAMES.contains(&n.as_str()));
+    if let Some(excluded) = &args.exclude_tools {
+        names.retain(|n| !excluded.contains(n));
+    }
+    names
+}
+
+fn open_session(
+    args: &Args,
+    cwd: &Path,
+    agent_dir: &Path,
+    dir: Option<PathBuf>,
+) -> Result<SessionStore, StartupError> {
+    let options = NewSession {
+        id: args.session_id.clone(),
+        parent_session: None,
+    };
+    let scope = SessionScope {
+        cwd: cwd.to_path_buf(),
+        agent_dir: agent_dir.to_path_buf(),
+        session_dir: dir.clone(),
+    };
+    let result = if args.no_session {
+        SessionStore::in_memory(cwd, options)
+    } else if let Some(arg) = &args.session {
+        match pi_session::discovery::resolve_session_arg(&scope, arg) {
+            pi_session::SessionLookup::Path(p) | pi_session::SessionLookup::Local(p) => {
+                SessionStore::open(&p, dir.as_deref(), None)
+            }
+            pi_session::SessionLookup::Global { path, .. } => {
+                SessionStore::open(&path, dir.as_deref(), None)
+            }
+            pi_session::SessionLookup::NotFound => {
+                return Err(StartupError(format!("No session found matching '{arg}'")));
+            }
+        }
+    } else if args.continue_session {
+        SessionStore::continue_recent(&scope)
+    } else {
+        SessionStore::create(cwd, &scope.dir(), options)
+    };
+    result.map_err(|e| StartupError(e.to_string()))
+}
+
+/// New sessions record the starting model and thinking level so a resume restores them; an
+/// older session without a thinking entry gets one (Pi's `createAgentSession`).
+fn record_initial_selection(
+    session: &mut SessionStore,
+    selection: &pi_ai::registry::StartupSelection,
+    has_thinking_entry: bool,
+) {
+    let existing = !session.build_context().messages.is_empty();
+    let level = selection.thinking_level.as_str();
+    let result = if existing {
+        if has_thinking_entry {
+            Ok(())
+        } else {
+            session.append_thinking_level_change(level).map(|_| ())
+        }
+    } else {
+        let model = match &selection.model {
+            Some(m) => session.append_model_change(&m.provider, &m.id).map(|_| ()),
+            None => Ok(()),
+        };
+        model.and_then(|_| session.append_thinking_level_change(level).map(|_| ()))
+    };
+    if let Err(e) = result {
+        eprintln!("pi: could not write to the session file: {e}");
+    }
+}
+
+/// Builds the runtime. Diagnostics Pi prints at startup go to stderr here.
+pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
+    let cwd = std::env::current_dir().map_err(|e| StartupError(e.to_string()))?;
+    let home = home_dir();
+    let agent_dir = agent_dir(
+        std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
+        &home,
+        &cwd,
+    );
+    if let Err(e) = pi_ai::registry::ensure_agent_files(&agent_dir) {
+        eprintln!("Warning: could not prepare {}: {e}", agent_dir.display());
+    }
+    // Pi reads `sessionDir` and `defaultProjectTrust` from settings loaded as if trusted.
+    let mut startup_settings = SettingsManager::load(&cwd, &agent_dir, true);
+    let startup_s = startup_settings.settings().clone();
+    let (res, diagnostics) = SessionResources::load(
+        args,
+        Locations {
+            cwd: &cwd,
+            agent_dir: &agent_dir,
+            home: &home,
+            process_cwd: &cwd,
+        },
+        &mut startup_settings,
+    );
+    warn_all(&diagnostics);
+    if diagnostics.iter().any(|d| d.kind == DiagnosticKind::Error) {
+        return Err(StartupError(String::new()));
+    }
+    let s = res.settings.settings().clone();
+
+    let default_package = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let package_dir = crate::settings::paths::package_dir(
+        std::env::var("PI_PACKAGE_DIR").ok().as_deref(),
+        &default_package,
+        &home,
+    );
+    let docs_dir = package_dir.join("docs");
+    let (mut registry, problems) = ModelRegistry::load(LoadOptions {
+        agent_dir: agent_dir.clone(),
+        env: Env::from_process(),
+        docs_dir: docs_dir.clone(),
+    });
+    for p in problems {
+        eprintln!("Warning: {p}");
+    }
+
+    let chosen_dir = session_dir(
+        args.session_dir.as_deref(),
+        std::env::var("PI_CODING_AGENT_SESSION_DIR").ok().as_deref(),
+        &startup_s,
+        &home,
+    )
+    .map(|d| cwd.join(d));
+    let mut session = open_session(args, &cwd, &agent_dir, chosen_dir)?;
+    let has_thinking_entry = session.branch_entries(None).iter().any(|e| {
+        matches!(
+            e,
+            pi_protocol::session_entry::SessionEntry::ThinkingLevelChange(_)
+        )
+    });
+    let (context_messages, session_model) = {
+        let ctx = session.build_context();
+        let state = SessionModelState {
+            has_messages: !ctx.messages.is_empty(),
+            model: ctx
+                .model
+                .as_ref()
+                .map(|m| (m.provider.clone(), m.model_id.clone())),
+            thinking_level: Some(ctx.thinking_level.clone()).filter(|_| session.entry_count() > 0),
+        };
+        (ctx.into_owned_messages(), state)
+    };
+
+    let selection = registry.select_startup(&StartupRequest {
+        cli_provider: args.provider.clone(),
+        cli_model: args.model.clone(),
+        cli_thinking: args.thinking,
+        cli_api_key: args.api_key.clone(),
+        scope_patterns: args.models.clone().or_else(|| s.enabled_models.clone()),
+        settings: ModelSettings {
+            default_provider: s.default_provider.clone(),
+            default_model: s.default_model.clone(),
+            default_thinking_level: s.default_thinking_level.map(|l| l.as_str().to_string()),
+            model_thinking_levels: s
+                .model_thinking_levels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().to_string()))
+                .collect(),
+        },
+        session: session_model,
+    });
+    let mut fatal = false;
+    for d in &selection.diagnostics {
+        let kind = match d.kind {
+            pi_ai::registry::DiagnosticKind::Error => {
+                fatal = true;
+                DiagnosticKind::Error
+            }
+            _ => DiagnosticKind::Warning,
+        };
+        warn_all(&[Diagnostic {
+            kind,
+            message: d.message.clone(),
+        }]);
+    }
+    if fatal {
+        return Err(StartupError(String::new()));
+    }
+    let model = selection.model_or_placeholder();
+    record_initial_selection(&mut session, &selection, has_thinking_entry);
+
+    let tool_session = SessionHandle::new(SessionInfo {
+        session_id: Some(session.session_id().to_string()),
+        session_file: session.session_file().map(Path::to_path_buf),
+        provider: Some(model.provider.clone()),
+        model_id: Some(model.id.clone()),
+        thinking_level: Some(selection.thinking_level.as_str().to_string()),
+        model_accepts_images: Some(
+            model
+                .input
+                .iter()
+                .any(|i| matches!(i, pi_protocol::model::InputModality::Image)),
+        ),
+        image_limits: None,
+    });
+    let mut tools_config = ToolsConfig::new(&cwd, &agent_dir);
+    tools_config.shell_path = s.shell_path.clone().map(PathBuf::from);
+    tools_config.shell_command_prefix = s.shell_command_prefix.clone();
+    tools_config.auto_resize_images = s.image_auto_resize;
+    tools_config.session = tool_session.clone();
+    let names = tool_names(args, &s);
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let tools =
+        pi_tools::build(&name_refs, tools_config).map_err(|e| StartupError(e.to_string()))?;
+
+    let core = Arc::new(Core {
+        out,
+        env: RuntimeEnv {
+            cwd,
+            agent_dir,
+            package_dir,
+            docs_dir,
+        },
+        session: Mutex::new(session),
+        registry: Mutex::new(registry),
+        res: Mutex::new(res),
+        scoped_models: selection.scoped_models.clone(),
+        tool_session,
+        run: Mutex::new(RunState::default()),
+        busy: watch::channel(false).0,
+        bash_cancels: Mutex::new(Vec::new()),
+        agent: OnceLock::new(),
+    });
+    let config = AgentConfig {
+        stream_fn: Arc::new(pi_ai::stream),
+        convert_to_llm: Arc::new(|messages: &[AgentMessage]| {
+            super::llm_context::convert_to_llm(messages)
+        }),
+        listener: core.clone(),
+        hooks: core.clone(),
+        tool_execution: ExecutionMode::Parallel,
+        session_id: Some(lock(&core.session).session_id().to_string()),
+        max_tokens: None,
+    };
+    let agent = Arc::new(Agent::new(
+        config,
+        AgentState {
+            messages: context_messages,
+            model,
+            thinking_level: selection.thinking_level,
+            tools,
+            error_message: None,
+        },
+    ));
+    agent.set_steering_mode(s.steering_mode);
+    agent.set_follow_up_mode(s.follow_up_mode);
+    let _ = core.agent.set(Arc::downgrade(&agent));
+    Ok(Runtime { agent, core })
+}

@@ -1,0 +1,54 @@
+//! HTML export of a Pi session (RPC `export_html`, `pi --export <in> [out]`).
+//!
+//! The page is one self-contained file with no script at all: session content reaches it
+//! only as escaped HTML (markdown is rendered by our own small renderer that never passes
+//! raw HTML through), links are limited to `http(s):`/`mailto:`, images to inline raster
+//! `data:` URLs, and a Content-Security-Policy forbids scripts and every network load should
+//! anything slip through. Collapsing (thinking, long outputs, other branches) uses
+//! `<details>`, which needs no script.
+//!
+//! The output path rule and error texts are Pi's; the page itself is our own design.
+
+mod entry;
+pub mod escape;
+mod inline;
+mod load;
+mod markdown;
+mod output;
+mod page;
+mod parts;
+mod system;
+mod tool;
+mod tree;
+
+pub use escape::escape_html;
+pub use load::{LoadedSession, parse_session_text};
+pub use output::{
+    ExportError, IN_MEMORY_ERROR, NOTHING_TO_EXPORT_ERROR, default_output_path,
+    export_session_file, output_path, write_export,
+};
+pub use page::CONTENT_SECURITY_POLICY;
+
+use pi_protocol::session_entry::{SessionEntry, SessionHeader};
+use pi_protocol::tool::Tool;
+
+/// What the exporting agent knows beyond the session file (RPC `export_html` passes its
+/// current prompt and tools; `--export` has neither). Shown only for sessions that do not
+/// record their system prompt themselves.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    pub system_prompt: Option<String>,
+    pub tools: Vec<Tool>,
+}
+
+/// Renders the session as a complete HTML document: the header, then the branch ending at
+/// `leaf` (Pi's current leaf; `None` shows every branch folded), with the other branches
+/// folded at the entries they fork from.
+pub fn render_session_html(
+    header: &SessionHeader,
+    entries: &[SessionEntry],
+    leaf: Option<&str>,
+    options: &ExportOptions,
+) -> String {
+    page::render_page(header, entries, leaf, options)
+}

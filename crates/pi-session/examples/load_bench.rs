@@ -1,0 +1,91 @@
+//! Measures opening a session file and answering from it, with peak memory:
+//!
+//!     cargo run --release -p pi-session --example load_bench -- <session.jsonl>
+//!
+//! The file is opened in place (a file that needs repair or migration is modified).
+
+use pi_protocol::json::to_js_string;
+use pi_session::SessionStore;
+use std::path::Path;
+use std::time::Instant;
+
+/// Peak resident set size in bytes (Linux), or 0.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// User + system CPU time of this process so far, in seconds (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesized command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    (tick(11) + tick(12)) / 100.0
+}
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: load_bench <session.jsonl>");
+        std::process::exit(2);
+    };
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let base = peak_rss();
+    let cpu = cpu_seconds();
+    let t = Instant::now();
+    let store = match SessionStore::open(Path::new(&path), None, None) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let open = t.elapsed();
+    let open_cpu = cpu_seconds() - cpu;
+    if std::env::var_os("LOAD_BENCH_OPEN_ONLY").is_some() {
+        println!("open {open:?} (CPU {open_cpu:.2} s)");
+        return;
+    }
+    let t = Instant::now();
+    let ctx = store.build_context();
+    let context = t.elapsed();
+    let after_context = peak_rss();
+    let t = Instant::now();
+    let messages_json = to_js_string(&ctx.messages).map(|s| s.len()).unwrap_or(0);
+    let messages = t.elapsed();
+    drop(ctx);
+    let t = Instant::now();
+    let entries_json = to_js_string(store.entries()).map(|s| s.len()).unwrap_or(0);
+    let entries = t.elapsed();
+    let t = Instant::now();
+    let tree_json = store.tree().to_json().map(|s| s.len()).unwrap_or(0);
+    let tree = t.elapsed();
+    let mb = |b: u64| b as f64 / 1_048_576.0;
+    println!(
+        "file {:.1} MB, {} entries\nopen {:?} (CPU {:.2} s)\nbuild_context {:?} (peak RSS so far {:.1} MB = {:.2}x file, baseline {:.1} MB)\nget_messages JSON {:?} ({:.1} MB)\nget_entries JSON {:?} ({:.1} MB)\nget_tree JSON {:?} ({:.1} MB)\npeak RSS {:.1} MB",
+        mb(size),
+        store.entry_count(),
+        open,
+        open_cpu,
+        context,
+        mb(after_context),
+        after_context as f64 / size.max(1) as f64,
+        mb(base),
+        messages,
+        mb(messages_json as u64),
+        entries,
+        mb(entries_json as u64),
+        tree,
+        mb(tree_json as u64),
+        mb(peak_rss()),
+    );
+}

@@ -1,0 +1,44 @@
+//! The session store of Pi 1.6.0: version 3 JSONL files holding a tree of entries.
+//!
+//! A session file starts with a header line; every other line is an entry with an 8-hex `id`
+//! and the `parentId` of the entry it follows, so the file holds a tree (branches share their
+//! common history) and a *leaf* marks where the conversation currently is. [`SessionStore`]
+//! keeps one session: it loads a file (tolerating malformed and torn lines, migrating v1/v2),
+//! appends entries one complete line per write, and answers the reading side of the RPC
+//! protocol — the model context ([`SessionStore::build_context`]), `get_entries`, `get_tree`,
+//! `get_fork_messages`, session stats — plus forks and clones. [`discovery`] finds sessions on
+//! disk from their headers alone; [`paths`] is the directory layout.
+//!
+//! Entries are `pi-protocol`'s typed records, which keep unknown keys and key order, so every
+//! entry re-serializes byte-identically; what does not fit the types is kept verbatim.
+
+mod append;
+mod context;
+pub mod discovery;
+mod error;
+mod fork;
+pub mod ids;
+pub mod js;
+mod lenient;
+mod migrate;
+pub mod paths;
+mod queries;
+mod read;
+mod store;
+mod system_prompt;
+pub mod time;
+mod tree;
+mod writer;
+
+#[cfg(test)]
+mod testutil;
+
+pub use append::{BranchSummaryParams, CompactionParams};
+pub use context::{ContextMessage, ModelRef, SessionContext, SessionProjection, project_entry};
+pub use discovery::{SessionInfo, SessionLookup, SessionScope};
+pub use error::{Result, SessionError};
+pub use fork::{ForkPosition, Forked};
+pub use queries::{ContextUsage, ForkMessage, SessionStats, TokenTotals, user_text};
+pub use store::{Label, NewSession, SessionStore};
+pub use system_prompt::current_system_message;
+pub use tree::SessionTree;

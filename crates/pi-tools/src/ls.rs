@@ -1,0 +1,135 @@
+//! The `ls` tool: one directory's entries, dotfiles included, sorted case-insensitively in
+//! locale order, directories marked with `/`.
+
+use crate::collate::compare_names;
+use crate::config::ToolsConfig;
+use crate::fs_error;
+use crate::js::js_number;
+use crate::paths::resolve_to_cwd;
+use crate::tool_util::{
+    aborted, declaration, effective_limit, num_arg, prop, str_arg, text_result,
+};
+use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
+use pi_protocol::tool::{AgentToolResult, Tool};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+const DEFAULT_LIMIT: usize = 500;
+
+pub struct LsTool {
+    config: Arc<ToolsConfig>,
+    declaration: Tool,
+}
+
+impl LsTool {
+    pub fn new(config: Arc<ToolsConfig>) -> LsTool {
+        let description = "List the entries of a directory in alphabetical order, including \
+             dotfiles; directory names end with '/'. At most 500 entries or 50KB are returned, \
+             whichever limit is reached first.";
+        let parameters = json!({
+            "type": "object",
+            "properties": {
+                "path": prop("string", "Directory to list (defaults to the current directory)"),
+                "limit": prop("number", "Most entries to return (defaults to 500)"),
+            }
+        });
+        LsTool {
+            config,
+            declaration: declaration("ls", description, parameters, false),
+        }
+    }
+}
+
+impl AgentTool for LsTool {
+    fn declaration(&self) -> &Tool {
+        &self.declaration
+    }
+
+    fn execute(&self, invocation: ToolInvocation) -> ToolFuture {
+        let config = self.config.clone();
+        Box::pin(async move {
+            let cancel = invocation.cancel.clone();
+            if cancel.is_cancelled() {
+                return Err(aborted());
+            }
+            let work = tokio::task::spawn_blocking(move || list(&config, &invocation.args));
+            tokio::select! {
+                _ = cancel.cancelled() => Err(aborted()),
+                joined = work => joined.unwrap_or_else(|e| Err(ToolError::new(e.to_string()))),
+            }
+        })
+    }
+}
+
+fn list(config: &ToolsConfig, args: &Map<String, Value>) -> Result<AgentToolResult, ToolError> {
+    let path = str_arg(args, "path")
+        .filter(|p| !p.is_empty())
+        .unwrap_or(".");
+    let dir = resolve_to_cwd(path, &config.cwd);
+    let limit = effective_limit(num_arg(args, "limit"), DEFAULT_LIMIT);
+    let Ok(meta) = std::fs::metadata(&dir) else {
+        return Err(ToolError::new(format!("Path not found: {}", dir.display())));
+    };
+    if !meta.is_dir() {
+        return Err(ToolError::new(format!(
+            "Not a directory: {}",
+            dir.display()
+        )));
+    }
+    let read = std::fs::read_dir(&dir).map_err(|e| {
+        ToolError::new(format!(
+            "Cannot read directory: {}",
+            fs_error::with_path(&e, "scandir", &dir)
+        ))
+    })?;
+    // Names are decoded like Node decodes them; a name that is not UTF-8 then fails `stat`
+    // below and is skipped, as in Pi.
+    let mut names: Vec<String> = read
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort_by(|a, b| compare_names(a, b));
+    let mut results = Vec::new();
+    let mut limit_reached = false;
+    for name in names {
+        if results.len() >= limit {
+            limit_reached = true;
+            break;
+        }
+        match std::fs::metadata(dir.join(&name)) {
+            Ok(m) if m.is_dir() => results.push(format!("{name}/")),
+            Ok(_) => results.push(name),
+            Err(_) => continue,
+        }
+    }
+    if results.is_empty() {
+        return Ok(text_result("(empty directory)", None));
+    }
+    let truncation = truncate_head(&results.join("\n"), Limits::bytes_only());
+    let mut output = truncation.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if limit_reached {
+        notices.push(format!(
+            "{} entries limit reached. Use limit={} for more",
+            js_number(limit as f64),
+            js_number(limit as f64 * 2.0)
+        ));
+        details.insert("entryLimitReached".into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details.insert(
+            "truncation".into(),
+            serde_json::to_value(&truncation).unwrap_or(Value::Null),
+        );
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    Ok(text_result(
+        output,
+        (!details.is_empty()).then_some(Value::Object(details)),
+    ))
+}

@@ -1,0 +1,315 @@
+//! The `read` tool: text files by line window with head truncation and continuation notices;
+//! images (detected from content) as image blocks, resized to the inline limits.
+
+pub mod lines;
+
+use crate::config::ToolsConfig;
+use crate::fs_error;
+use crate::image::{Processed, SNIFF_BYTES, detect_mime, process_image};
+use crate::js::js_number;
+use crate::paths::resolve_read_path;
+use crate::tool_util::{aborted, declaration, num_arg, prop, str_arg, text_block};
+use crate::truncate::{
+    DEFAULT_MAX_BYTES, Limits, TruncatedBy, Truncation, format_size, truncate_head,
+};
+use lines::{Selection, select_lines};
+use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
+use pi_protocol::content::{ImageContent, UserBlock};
+use pi_protocol::tool::{AgentToolResult, Tool};
+use serde_json::{Map, Value, json};
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+pub struct ReadTool {
+    config: Arc<ToolsConfig>,
+    declaration: Tool,
+}
+
+impl ReadTool {
+    pub fn new(config: Arc<ToolsConfig>) -> ReadTool {
+        let description = "Read a file. Text files and images (jpg, png, gif, webp, bmp) are supported; \
+             images come back as attachments. Text is cut after 2000 lines or 50KB, whichever \
+             comes first: read big files in parts with offset and limit, and keep going with \
+             offset until you have what you need.";
+        let parameters = json!({
+            "type": "object",
+            "required": ["path"],
+            "properties": {
+                "path": prop("string", "File to read, as a relative or absolute path"),
+                "offset": prop("number", "First line to read, counting from 1"),
+                "limit": prop("number", "Most lines to read"),
+            }
+        });
+        ReadTool {
+            config,
+            declaration: declaration("read", description, parameters, true),
+        }
+    }
+}
+
+impl AgentTool for ReadTool {
+    fn declaration(&self) -> &Tool {
+        &self.declaration
+    }
+
+    fn execute(&self, invocation: ToolInvocation) -> ToolFuture {
+        let config = self.config.clone();
+        Box::pin(async move {
+            let cancel = invocation.cancel.clone();
+            if cancel.is_cancelled() {
+                return Err(aborted());
+            }
+            let token = cancel.clone();
+            let work = tokio::task::spawn_blocking(move || read(&config, &invocation.args, &token));
+            tokio::select! {
+                _ = cancel.cancelled() => Err(aborted()),
+                joined = work => joined.unwrap_or_else(|e| Err(ToolError::new(e.to_string()))),
+            }
+        })
+    }
+}
+
+fn open_error(err: &std::io::Error, path: &Path) -> ToolError {
+    ToolError::new(fs_error::with_path(err, "open", path))
+}
+
+fn read_error(err: &std::io::Error) -> ToolError {
+    ToolError::new(fs_error::without_path(err, "read"))
+}
+
+fn sniff(path: &Path) -> Result<Option<&'static str>, ToolError> {
+    let mut file = std::fs::File::open(path).map_err(|e| open_error(&e, path))?;
+    let mut buf = vec![0u8; SNIFF_BYTES];
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(read_error(&e)),
+        }
+    }
+    Ok(detect_mime(&buf[..filled]))
+}
+
+fn read(
+    config: &ToolsConfig,
+    args: &Map<String, Value>,
+    cancel: &CancellationToken,
+) -> Result<AgentToolResult, ToolError> {
+    let path = str_arg(args, "path").unwrap_or_default();
+    let offset = num_arg(args, "offset");
+    let limit = num_arg(args, "limit");
+    let absolute = resolve_read_path(path, &config.cwd);
+    fs_error::access(&absolute, libc::R_OK)
+        .map_err(|e| ToolError::new(fs_error::with_path(&e, "access", &absolute)))?;
+    let (content, details) = match sniff(&absolute)? {
+        Some(mime) => read_image(config, &absolute, mime)?,
+        None => {
+            let (block, details) = read_text(&absolute, path, offset, limit, cancel)?;
+            (vec![block], details)
+        }
+    };
+    if cancel.is_cancelled() {
+        return Err(aborted());
+    }
+    let structured = structured_output(&content);
+    let mut result = AgentToolResult::new(content);
+    result.details = details;
+    result.structured_content = Some(structured);
+    Ok(result)
+}
+
+/// The text, or the image with its note (what programmatic callers receive).
+fn structured_output(content: &[UserBlock]) -> Value {
+    let text = content
+        .iter()
+        .find_map(|b| match b {
+            UserBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    match content.iter().find_map(|b| match b {
+        UserBlock::Image(i) => Some(i),
+        _ => None,
+    }) {
+        Some(image) => {
+            json!({"type": "image", "data": image.data, "mimeType": image.mime_type, "note": text})
+        }
+        None => Value::String(text),
+    }
+}
+
+fn read_image(
+    config: &ToolsConfig,
+    path: &Path,
+    mime: &str,
+) -> Result<(Vec<UserBlock>, Option<Value>), ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::EISDIR) => read_error(&e),
+        _ => open_error(&e, path),
+    })?;
+    let session = config.session.get();
+    let limits = session.image_limits.unwrap_or_default();
+    match process_image(&bytes, mime, config.auto_resize_images, &limits) {
+        Processed::Omitted(message) => Ok((
+            vec![text_block(format!("Read image file [{mime}]\n{message}"))],
+            None,
+        )),
+        Processed::Image {
+            data,
+            mime_type,
+            hints,
+        } => {
+            let mut note = format!("Read image file [{mime_type}]");
+            if !hints.is_empty() {
+                note.push('\n');
+                note.push_str(&hints.join("\n"));
+            }
+            let details = match (session.model_accepts_images, session.model_id) {
+                (Some(false), Some(id)) => Some(json!({ "imageUnsupportedByModel": id })),
+                _ => None,
+            };
+            Ok((
+                vec![
+                    text_block(note),
+                    UserBlock::Image(ImageContent { data, mime_type }),
+                ],
+                details,
+            ))
+        }
+    }
+}
+
+/// Whether the range can be streamed; other values (fractional, negative limit) use the
+/// whole-file path whose array slicing defines what they select.
+fn streamable(offset: Option<f64>, limit: Option<f64>) -> bool {
+    offset.is_none_or(|o| o.fract() == 0.0) && limit.is_none_or(|l| l.fract() == 0.0 && l >= 0.0)
+}
+
+/// JavaScript's `Array.prototype.slice` index for a possibly fractional or negative value.
+fn slice_index(value: f64, len: usize) -> usize {
+    let v = value.trunc();
+    if v < 0.0 {
+        (len as f64 + v).max(0.0) as usize
+    } else {
+        v.min(len as f64) as usize
+    }
+}
+
+/// Reads the whole file and selects lines with JavaScript slice semantics.
+fn select_whole(path: &Path, start: f64, limit: Option<f64>) -> Result<Selection, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| match e.raw_os_error() {
+        Some(libc::EISDIR) => read_error(&e),
+        _ => open_error(&e, path),
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.split('\n').collect();
+    let from = slice_index(start, all.len());
+    let to = match limit {
+        None => all.len(),
+        Some(l) => slice_index((start + l).min(all.len() as f64), all.len()),
+    };
+    let selected = if from < to {
+        all[from..to].join("\n")
+    } else {
+        String::new()
+    };
+    let truncation = truncate_head(&selected, Limits::default());
+    let first_line_bytes = if truncation.first_line_exceeds_limit {
+        all.get(from).map_or(0, |l| l.len())
+    } else {
+        0
+    };
+    Ok(Selection {
+        total_file_lines: all.len(),
+        truncation,
+        first_line_bytes,
+    })
+}
+
+fn read_text(
+    path: &Path,
+    given: &str,
+    offset: Option<f64>,
+    limit: Option<f64>,
+    cancel: &CancellationToken,
+) -> Result<(UserBlock, Option<Value>), ToolError> {
+    // `offset` is 1-based; 0 or absent means the start.
+    let start = match offset {
+        Some(o) if o != 0.0 && !o.is_nan() => (o - 1.0).max(0.0),
+        _ => 0.0,
+    };
+    let selection = if streamable(offset, limit) {
+        let file = std::fs::File::open(path).map_err(|e| open_error(&e, path))?;
+        let limit = limit.map(|l| l.min(usize::MAX as f64) as usize);
+        match select_lines(file, start.min(usize::MAX as f64) as usize, limit, cancel)
+            .map_err(|e| read_error(&e))?
+        {
+            Some(s) => s,
+            None => return Err(aborted()),
+        }
+    } else {
+        select_whole(path, start, limit)?
+    };
+    let total = selection.total_file_lines as f64;
+    if start >= total {
+        return Err(ToolError::new(format!(
+            "Offset {} is beyond end of file ({} lines total)",
+            js_number(offset.unwrap_or_default()),
+            selection.total_file_lines
+        )));
+    }
+    let details = (selection.truncation.first_line_exceeds_limit || selection.truncation.truncated)
+        .then(|| json!({ "truncation": selection.truncation }));
+    Ok((
+        text_block(format_text(&selection, given, start, limit)),
+        details,
+    ))
+}
+
+fn format_text(selection: &Selection, given: &str, start: f64, limit: Option<f64>) -> String {
+    let t: &Truncation = &selection.truncation;
+    let total = selection.total_file_lines as f64;
+    let first = js_number(start + 1.0);
+    if t.first_line_exceeds_limit {
+        return format!(
+            "[Line {first} is {}, exceeds {} limit. Use bash: sed -n '{first}p' {given} | head -c {DEFAULT_MAX_BYTES}]",
+            format_size(selection.first_line_bytes),
+            format_size(DEFAULT_MAX_BYTES)
+        );
+    }
+    if t.truncated {
+        let end = start + 1.0 + t.output_lines as f64 - 1.0;
+        let next = js_number(end + 1.0);
+        let end = js_number(end);
+        let notice = if t.truncated_by == Some(TruncatedBy::Lines) {
+            format!(
+                "[Showing lines {first}-{end} of {}. Use offset={next} to continue.]",
+                selection.total_file_lines
+            )
+        } else {
+            format!(
+                "[Showing lines {first}-{end} of {} ({} limit). Use offset={next} to continue.]",
+                selection.total_file_lines,
+                format_size(DEFAULT_MAX_BYTES)
+            )
+        };
+        return format!("{}\n\n{notice}", t.content);
+    }
+    if let Some(limit) = limit {
+        let shown = (start + limit).min(total) - start;
+        if start + shown < total {
+            let remaining = total - (start + shown);
+            return format!(
+                "{}\n\n[{} more lines in file. Use offset={} to continue.]",
+                t.content,
+                js_number(remaining),
+                js_number(start + shown + 1.0)
+            );
+        }
+    }
+    t.content.clone()
+}

@@ -1,0 +1,74 @@
+//! Helpers shared by the tool implementations: declarations, argument access, results.
+
+use pi_agent::ToolError;
+use pi_protocol::content::{TextContent, UserBlock};
+use pi_protocol::tool::{
+    AgentToolResult, ConstrainedSampling, ConstrainedSamplingConfig, SchemaStrictness, Tool,
+};
+use serde_json::{Map, Value, json};
+
+/// A declaration; `strict` adds `constrainedSampling: {type: json_schema, strict: prefer}` as Pi
+/// does for read, bash, edit and write.
+pub fn declaration(name: &str, description: &str, parameters: Value, strict: bool) -> Tool {
+    Tool {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+        constrained_sampling: strict.then_some(ConstrainedSampling::Config(
+            ConstrainedSamplingConfig::JsonSchema {
+                strict: SchemaStrictness::Prefer,
+            },
+        )),
+        rest: Default::default(),
+    }
+}
+
+/// `{"type":"string","description":...}` and friends.
+pub fn prop(kind: &str, description: &str) -> Value {
+    json!({ "type": kind, "description": description })
+}
+
+pub fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+pub fn num_arg(args: &Map<String, Value>, key: &str) -> Option<f64> {
+    args.get(key).and_then(Value::as_f64)
+}
+
+pub fn bool_arg(args: &Map<String, Value>, key: &str) -> bool {
+    args.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+pub fn text_block(text: impl Into<String>) -> UserBlock {
+    UserBlock::Text(TextContent::new(text))
+}
+
+/// A result with one text block and optional details.
+pub fn text_result(text: impl Into<String>, details: Option<Value>) -> AgentToolResult {
+    let mut result = AgentToolResult::new(vec![text_block(text)]);
+    result.details = details;
+    result
+}
+
+pub fn aborted() -> ToolError {
+    ToolError::new("Operation aborted")
+}
+
+/// `Math.max(1, Math.floor(limit ?? default))` as an integer count.
+pub fn effective_limit(limit: Option<f64>, default: usize) -> usize {
+    match limit {
+        None => default,
+        Some(v) if v.is_nan() => 1,
+        Some(v) => {
+            let floored = v.floor();
+            if floored < 1.0 {
+                1
+            } else if floored >= usize::MAX as f64 {
+                usize::MAX / 4
+            } else {
+                floored as usize
+            }
+        }
+    }
+}

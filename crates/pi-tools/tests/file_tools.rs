@@ -1,0 +1,171 @@
+//! File tools beyond the recorded cases: concurrent edits of one file, argument preparation,
+//! abort, and the tool set.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use pi_agent::ToolInvocation;
+use pi_protocol::json::to_js_string;
+use pi_tools::{ToolsConfig, all_tool_names, build, build_tool, prepare_edit_arguments};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+fn invocation(args: Value) -> ToolInvocation {
+    ToolInvocation {
+        tool_call_id: "c".into(),
+        args: args.as_object().cloned().unwrap_or_else(Map::new),
+        cancel: CancellationToken::new(),
+        updates: Arc::new(|_| {}),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_edits_of_one_file_all_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (0..40).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("f.txt"), &lines).unwrap();
+    let edit = build_tool("edit", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let runs: Vec<_> = (0..40)
+        .map(|i| {
+            let args = json!({"path": "f.txt", "edits": [{"oldText": format!("line {i}\n"), "newText": format!("LINE {i}\n")}]});
+            tokio::spawn(edit.execute(invocation(args)))
+        })
+        .collect();
+    for run in runs {
+        run.await.unwrap().unwrap();
+    }
+    let expected: String = (0..40).map(|i| format!("LINE {i}\n")).collect();
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn edit_arguments_are_prepared_like_pi() {
+    let legacy = prepare_edit_arguments(json!({"path": "a", "oldText": "x", "newText": "y"}));
+    assert_eq!(
+        to_js_string(&legacy).unwrap(),
+        r#"{"path":"a","edits":[{"oldText":"x","newText":"y"}]}"#
+    );
+    let text = prepare_edit_arguments(
+        json!({"edits": "[{\"oldText\":\"a\",\"newText\":\"b\"}]", "path": "p"}),
+    );
+    assert_eq!(
+        to_js_string(&text).unwrap(),
+        r#"{"edits":[{"oldText":"a","newText":"b"}],"path":"p"}"#
+    );
+    let single =
+        prepare_edit_arguments(json!({"path": "p", "edits": {"oldText": "a", "newText": "b"}}));
+    assert_eq!(
+        to_js_string(&single).unwrap(),
+        r#"{"path":"p","edits":[{"oldText":"a","newText":"b"}]}"#
+    );
+    let both = prepare_edit_arguments(
+        json!({"edits": [{"oldText": "a", "newText": "b"}], "path": "p", "oldText": "c", "newText": "d"}),
+    );
+    assert_eq!(
+        to_js_string(&both).unwrap(),
+        r#"{"edits":[{"oldText":"a","newText":"b"},{"oldText":"c","newText":"d"}],"path":"p"}"#
+    );
+}
+
+#[tokio::test]
+async fn an_aborted_call_does_not_touch_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = build_tool("write", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let inv = invocation(json!({"path": "x.txt", "content": "data"}));
+    inv.cancel.cancel();
+    assert_eq!(write.execute(inv).await.unwrap_err().0, "Operation aborted");
+    assert!(!dir.path().join("x.txt").exists());
+}
+
+#[test]
+fn the_tool_set_is_built_by_name_in_order() {
+    assert_eq!(
+        all_tool_names(),
+        [
+            "read",
+            "bash",
+            "powershell",
+            "edit",
+            "write",
+            "grep",
+            "find",
+            "ls"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tools = build(
+        &["ls", "read", "bash"],
+        ToolsConfig::new(dir.path(), dir.path()),
+    )
+    .unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["ls", "read", "bash"]);
+    assert_eq!(
+        build(&["nope"], ToolsConfig::new(dir.path(), dir.path()))
+            .err()
+            .unwrap()
+            .to_string(),
+        "Unknown tool name: nope"
+    );
+    // Parameter schemas carry Pi's names, types and required fields.
+    let read = build_tool("read", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let params = &read.declaration().parameters;
+    assert_eq!(params["required"], json!(["path"]));
+    assert_eq!(params["properties"]["offset"]["type"], "number");
+    assert_eq!(
+        to_js_string(&read.declaration().constrained_sampling).unwrap(),
+        r#"{"type":"json_schema","strict":"prefer"}"#
+    );
+}
+
+#[tokio::test]
+async fn powershell_is_windows_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ps = build_tool(
+        "powershell",
+        &Arc::new(ToolsConfig::new(dir.path(), dir.path())),
+    )
+    .unwrap();
+    assert_eq!(
+        ps.execute(invocation(json!({"command": "dir"})))
+            .await
+            .unwrap_err()
+            .0,
+        "The powershell tool is only available on Windows."
+    );
+}
+
+/// Root ignores file permissions, so this runs only for other users.
+#[tokio::test]
+async fn unreadable_files_fail_with_nodes_texts() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0)
+        == 0
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("secret.txt");
+    std::fs::write(&path, "x").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let config = Arc::new(ToolsConfig::new(dir.path(), dir.path()));
+    let read = build_tool("read", &config).unwrap();
+    let err = read
+        .execute(invocation(json!({"path": "secret.txt"})))
+        .await
+        .unwrap_err()
+        .0;
+    assert_eq!(
+        err,
+        format!("EACCES: permission denied, access '{}'", path.display())
+    );
+    let edit = build_tool("edit", &config).unwrap();
+    let args = json!({"path": "secret.txt", "edits": [{"oldText": "x", "newText": "y"}]});
+    let err = edit.execute(invocation(args)).await.unwrap_err().0;
+    assert_eq!(err, "Could not edit file: secret.txt. Error code: EACCES.");
+}
