@@ -243,6 +243,11 @@ fn connect_detail(e: &reqwest::Error, host: &str) -> String {
     if text.contains("dns error") || text.contains("failed to lookup address") {
         return format!("getaddrinfo ENOTFOUND {name}");
     }
+    // hyper's wording for a server that closed the connection without answering; undici
+    // (Pi's HTTP client) calls it "other side closed".
+    if text.contains("connection closed before message completed") {
+        return "other side closed (UND_ERR_SOCKET)".to_string();
+    }
     match io_kind(e) {
         Some(ConnectionRefused) => format!("connect ECONNREFUSED {host}"),
         Some(ConnectionReset) => "read ECONNRESET".to_string(),

@@ -50,6 +50,9 @@ pub(crate) struct RunState {
     pub retry_attempt: u64,
     /// Cancels the backoff sleep of a pending retry.
     pub retry_cancel: Option<CancellationToken>,
+    /// Ids of `abort_retry` commands to answer once the cancelled retry reported its end, so
+    /// the answer comes after `auto_retry_end` and before `agent_settled`, as in Pi.
+    pub abort_retry_waiters: Vec<Option<serde_json::Value>>,
     /// The last assistant message of the low-level run that just ended.
     pub last_assistant: Option<AssistantMessage>,
     /// Session entry id of each persisted assistant message, newest last (for retry omission).

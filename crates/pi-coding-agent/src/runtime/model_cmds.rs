@@ -179,10 +179,17 @@ impl Runtime {
         }
     }
 
-    /// `abort_retry`: cancels a pending retry backoff.
-    pub fn abort_retry(&self) {
-        if let Some(cancel) = lock(&self.core.run).retry_cancel.clone() {
-            cancel.cancel();
+    /// `abort_retry`: cancels a pending retry backoff. Returns false when the answer is left
+    /// to the retry, which writes it right after its `auto_retry_end`.
+    pub fn abort_retry(&self, id: Option<serde_json::Value>) -> bool {
+        let mut run = lock(&self.core.run);
+        match run.retry_cancel.clone() {
+            Some(cancel) => {
+                run.abort_retry_waiters.push(id);
+                cancel.cancel();
+                false
+            }
+            None => true,
         }
     }
 }

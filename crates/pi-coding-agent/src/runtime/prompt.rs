@@ -141,8 +141,9 @@ impl Runtime {
         }
         self.core.flush_pending_bash();
         let aborted = self.abort_requested();
-        self.core.emit(SessionEvent::AgentSettled { aborted }).await;
+        // Idle before the client hears `agent_settled`: its next prompt must find us ready.
         self.core.busy.send_replace(false);
+        self.core.emit(SessionEvent::AgentSettled { aborted }).await;
     }
 
     fn abort_requested(&self) -> bool {

@@ -64,6 +64,12 @@ impl Core {
         if !slept {
             self.finish_cancelled_retry().await;
         }
+        let waiters = std::mem::take(&mut lock(&self.run).abort_retry_waiters);
+        for id in waiters {
+            let response: pi_protocol::RpcResponse<serde_json::Value> =
+                pi_protocol::RpcResponse::new(id, "abort_retry", pi_protocol::Outcome::Ok);
+            self.write(&response).await;
+        }
         slept
     }
 

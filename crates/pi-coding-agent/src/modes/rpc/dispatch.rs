@@ -149,7 +149,9 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             Outcome::Ok
         }
         RpcCommand::AbortRetry {} => {
-            rt.abort_retry();
+            if !rt.abort_retry(id.clone()) {
+                return;
+            }
             Outcome::Ok
         }
         RpcCommand::AbortBash {} => {
