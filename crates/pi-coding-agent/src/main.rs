@@ -50,8 +50,10 @@ fn run(argv: &[String]) -> i32 {
         Action::Run if startup_failed => 1,
         Action::Run => match args.app_mode(stdin_is_tty(), stdout_is_tty()) {
             AppMode::Rpc => modes::rpc::run(args),
-            AppMode::Json | AppMode::Print | AppMode::Interactive => not_yet(
-                "only --mode rpc is available in this build; interactive, json and print modes are not implemented yet",
+            AppMode::Json => modes::print::run(args, true),
+            AppMode::Print => modes::print::run(args, false),
+            AppMode::Interactive => not_yet(
+                "interactive mode is not available in this build; use --mode rpc, --mode json or -p",
             ),
         },
         Action::ListModels { .. } => not_yet("--list-models is not implemented yet"),

@@ -1,3 +1,5 @@
 //! The ways the binary talks to its caller.
 
+pub mod host;
+pub mod print;
 pub mod rpc;

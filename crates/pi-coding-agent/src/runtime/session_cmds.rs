@@ -55,6 +55,11 @@ impl Runtime {
         Ok(out)
     }
 
+    /// The session file's header line (JSON mode writes it first).
+    pub fn session_header(&self) -> serde_json::Map<String, serde_json::Value> {
+        lock(&self.core.session).header().clone()
+    }
+
     pub fn fork_messages(&self) -> Vec<pi_session::ForkMessage> {
         lock(&self.core.session).fork_messages()
     }

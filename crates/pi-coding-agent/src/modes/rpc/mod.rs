@@ -15,39 +15,10 @@ use tokio::sync::mpsc;
 
 /// How long shutdown waits for commands still in flight before exiting anyway.
 const IN_FLIGHT_GRACE: Duration = Duration::from_secs(5);
-/// How long shutdown waits for stdout to drain; a client that stopped reading cannot hold us.
-const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
 /// Runs RPC mode until stdin closes or a signal arrives; returns the process exit code.
 pub fn run(args: &crate::cli::Args) -> i32 {
-    let (output, writer) = match output::start() {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("Error: cannot take over stdout: {e}");
-            return 1;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let code = runtime.block_on(serve(output, args));
-    // Every Output clone is gone now, so the writer ends after draining its queue.
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        writer.finish();
-        let _ = done_tx.send(());
-    });
-    let _ = done_rx.recv_timeout(FLUSH_GRACE);
-    runtime.shutdown_background();
-    code
+    super::host::run(|output| serve(output, args))
 }
 
 async fn serve(output: Output, args: &crate::cli::Args) -> i32 {

@@ -21,12 +21,25 @@ const CHANNEL_RECORDS: usize = 1024;
 #[derive(Clone, Debug)]
 pub struct Output {
     tx: mpsc::Sender<String>,
+    /// Drops records instead of writing them (print mode shows only the final answer).
+    muted: bool,
 }
 
 impl Output {
+    /// The same stdout, but every record sent through the copy is dropped.
+    pub fn muted(&self) -> Output {
+        Output {
+            tx: self.tx.clone(),
+            muted: true,
+        }
+    }
+
     /// Queues one record (which must end in `\n`), waiting while the channel is full.
     /// Returns false once the writer is gone (stdout closed).
     pub async fn send(&self, record: String) -> bool {
+        if self.muted {
+            return true;
+        }
         self.tx.send(record).await.is_ok()
     }
 }
@@ -54,7 +67,7 @@ pub fn start() -> io::Result<(Output, Writer)> {
         .name("stdout-writer".into())
         .spawn(move || write_loop(file, rx))?;
     Ok((
-        Output { tx },
+        Output { tx, muted: false },
         Writer {
             handle: Mutex::new(Some(handle)),
         },

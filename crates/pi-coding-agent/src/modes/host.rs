@@ -1,0 +1,46 @@
+//! What every non-interactive mode shares: stdout taken over by one writer, an async runtime,
+//! and a bounded final flush.
+
+use super::rpc::output::{self, Output};
+use std::future::Future;
+use std::time::Duration;
+
+/// How long the exit waits for stdout to drain; a client that stopped reading cannot hold us.
+const FLUSH_GRACE: Duration = Duration::from_secs(2);
+
+/// Takes over stdout, runs `main` on a multi-threaded runtime and returns its exit code after
+/// the queued output was written.
+pub fn run<F, Fut>(main: F) -> i32
+where
+    F: FnOnce(Output) -> Fut,
+    Fut: Future<Output = i32>,
+{
+    let (out, writer) = match output::start() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("Error: cannot take over stdout: {e}");
+            return 1;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let code = runtime.block_on(main(out));
+    // Every Output clone is gone now, so the writer ends after draining its queue.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        writer.finish();
+        let _ = done_tx.send(());
+    });
+    let _ = done_rx.recv_timeout(FLUSH_GRACE);
+    runtime.shutdown_background();
+    code
+}
