@@ -8,6 +8,7 @@ mod listener;
 pub mod llm_context;
 mod model_cmds;
 mod prompt;
+mod replace;
 mod retry;
 mod session_cmds;
 mod startup;
@@ -34,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 pub struct RuntimeEnv {
     pub cwd: PathBuf,
     pub agent_dir: PathBuf,
+    pub home: PathBuf,
     /// The package folder (`README.md`, `docs/`, `examples/`), named in the system prompt.
     pub package_dir: PathBuf,
     /// `<package_dir>/docs`, named in login help texts.
@@ -73,6 +75,8 @@ pub(crate) struct Core {
     /// Settings, context files, skills, prompt templates.
     pub res: Mutex<SessionResources>,
     pub scoped_models: Vec<ScopedModel>,
+    /// The CLI's model request, re-run against each new session (Pi rebuilds its runtime).
+    pub startup_request: pi_ai::registry::StartupRequest,
     pub tool_session: SessionHandle,
     pub run: Mutex<RunState>,
     /// True while a session-level run is active (`isStreaming`).

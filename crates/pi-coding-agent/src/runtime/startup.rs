@@ -93,7 +93,7 @@ fn open_session(
 
 /// New sessions record the starting model and thinking level so a resume restores them; an
 /// older session without a thinking entry gets one (Pi's `createAgentSession`).
-fn record_initial_selection(
+pub(super) fn record_initial_selection(
     session: &mut SessionStore,
     selection: &pi_ai::registry::StartupSelection,
     has_thinking_entry: bool,
@@ -195,7 +195,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         (ctx.into_owned_messages(), state)
     };
 
-    let selection = registry.select_startup(&StartupRequest {
+    let startup_request = StartupRequest {
         cli_provider: args.provider.clone(),
         cli_model: args.model.clone(),
         cli_thinking: args.thinking,
@@ -211,7 +211,11 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
                 .map(|(k, v)| (k.clone(), v.as_str().to_string()))
                 .collect(),
         },
+        session: SessionModelState::default(),
+    };
+    let selection = registry.select_startup(&StartupRequest {
         session: session_model,
+        ..startup_request.clone()
     });
     let mut fatal = false;
     for d in &selection.diagnostics {
@@ -262,6 +266,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         env: RuntimeEnv {
             cwd,
             agent_dir,
+            home,
             package_dir,
             docs_dir,
         },
@@ -269,6 +274,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         registry: Mutex::new(registry),
         res: Mutex::new(res),
         scoped_models: selection.scoped_models.clone(),
+        startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),
         busy: watch::channel(false).0,

@@ -248,11 +248,26 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             Err(e) => Outcome::Error(e),
         },
         RpcCommand::GetCommands {} => to_value(&json!({"commands": rt.commands()})),
-        RpcCommand::NewSession { .. }
-        | RpcCommand::Compact { .. }
-        | RpcCommand::SwitchSession { .. }
-        | RpcCommand::Fork { .. }
-        | RpcCommand::Clone {} => not_yet(name),
+        RpcCommand::NewSession { parent_session } => match rt.new_session(parent_session).await {
+            Ok(()) => Outcome::Data(json!({"cancelled": false})),
+            Err(e) => Outcome::Error(e),
+        },
+        RpcCommand::SwitchSession { session_path } => {
+            match rt.switch_session(&session_path).await {
+                Ok(()) => Outcome::Data(json!({"cancelled": false})),
+                Err(e) => Outcome::Error(e),
+            }
+        }
+        RpcCommand::Fork { entry_id } => match rt.fork(&entry_id).await {
+            Ok(Some(text)) => Outcome::Data(json!({"text": text, "cancelled": false})),
+            Ok(None) => Outcome::Data(json!({"cancelled": false})),
+            Err(e) => Outcome::Error(e),
+        },
+        RpcCommand::Clone {} => match rt.clone_session().await {
+            Ok(()) => Outcome::Data(json!({"cancelled": false})),
+            Err(e) => Outcome::Error(e),
+        },
+        RpcCommand::Compact { .. } => not_yet(name),
     };
     respond(out, id, name, outcome).await;
 }

@@ -1,0 +1,132 @@
+//! Commands that replace the session: `new_session`, `switch_session`, `fork`, `clone`.
+//!
+//! Pi builds a whole new runtime for the new session; we keep the agent and swap its state,
+//! re-running the startup model selection against the new session exactly as Pi's runtime
+//! factory does (so a resumed session restores its model and thinking level).
+
+use super::startup::record_initial_selection;
+use super::{Runtime, lock};
+use pi_ai::registry::SessionModelState;
+use pi_protocol::session_entry::SessionEntry;
+use pi_session::{ForkPosition, NewSession, SessionStore};
+use std::path::Path;
+
+impl Runtime {
+    /// Settles the active run, then makes `store` the session.
+    async fn replace_session(&self, mut store: SessionStore) {
+        self.abort().await;
+        let has_thinking_entry = store
+            .branch_entries(None)
+            .iter()
+            .any(|e| matches!(e, SessionEntry::ThinkingLevelChange(_)));
+        let state = {
+            let ctx = store.build_context();
+            SessionModelState {
+                has_messages: !ctx.messages.is_empty(),
+                model: ctx
+                    .model
+                    .as_ref()
+                    .map(|m| (m.provider.clone(), m.model_id.clone())),
+                thinking_level: has_thinking_entry.then(|| ctx.thinking_level.clone()),
+            }
+        };
+        let mut request = self.core.startup_request.clone();
+        request.session = state;
+        let selection = lock(&self.core.registry).select_startup(&request);
+        for d in &selection.diagnostics {
+            eprintln!("{}", d.message);
+        }
+        record_initial_selection(&mut store, &selection, has_thinking_entry);
+        let model = selection.model_or_placeholder();
+        let messages = store.build_context().into_owned_messages();
+        self.core.tool_session.update(|info| {
+            info.session_id = Some(store.session_id().to_string());
+            info.session_file = store.session_file().map(Path::to_path_buf);
+            info.provider = Some(model.provider.clone());
+            info.model_id = Some(model.id.clone());
+            info.thinking_level = Some(selection.thinking_level.as_str().to_string());
+        });
+        *lock(&self.core.session) = store;
+        {
+            let mut run = lock(&self.core.run);
+            run.steering.clear();
+            run.follow_up.clear();
+            run.retry_attempt = 0;
+            run.last_assistant = None;
+            run.last_assistant_entry = None;
+            run.tool_result_entries.clear();
+        }
+        self.agent.clear_queues();
+        self.agent.with_state(|s| {
+            s.messages = messages;
+            s.model = model;
+            s.thinking_level = selection.thinking_level;
+            s.error_message = None;
+        });
+    }
+
+    /// `new_session`: a fresh session in the same directory (in memory stays in memory).
+    pub async fn new_session(&self, parent_session: Option<String>) -> Result<(), String> {
+        let (cwd, dir, persisted) = {
+            let s = lock(&self.core.session);
+            (
+                s.cwd().to_path_buf(),
+                s.session_dir().map(Path::to_path_buf),
+                s.is_persisted(),
+            )
+        };
+        let options = NewSession {
+            id: None,
+            parent_session,
+        };
+        let store = match dir {
+            Some(dir) if persisted => SessionStore::create(&cwd, &dir, options),
+            _ => SessionStore::in_memory(&cwd, options),
+        }
+        .map_err(|e| e.to_string())?;
+        self.replace_session(store).await;
+        Ok(())
+    }
+
+    /// `switch_session`: opens another file (a missing one becomes a new session bound to it).
+    pub async fn switch_session(&self, session_path: &str) -> Result<(), String> {
+        let path =
+            pi_session::paths::resolve_path(session_path, &self.core.env.cwd, &self.core.env.home);
+        let store = SessionStore::open(&path, None, None).map_err(|e| e.to_string())?;
+        let session_cwd = store.cwd().to_path_buf();
+        if store.session_file().is_some()
+            && !session_cwd.as_os_str().is_empty()
+            && !session_cwd.exists()
+        {
+            let file = store
+                .session_file()
+                .map(|f| format!("\nSession file: {}", f.display()))
+                .unwrap_or_default();
+            return Err(format!(
+                "Stored session working directory does not exist: {}{file}\nCurrent working directory: {}",
+                session_cwd.display(),
+                self.core.env.cwd.display()
+            ));
+        }
+        self.replace_session(store).await;
+        Ok(())
+    }
+
+    /// `fork`: a new session ending just before the given user message; returns its text.
+    pub async fn fork(&self, entry_id: &str) -> Result<Option<String>, String> {
+        let forked = lock(&self.core.session)
+            .fork(entry_id, ForkPosition::Before)
+            .map_err(|e| e.to_string())?;
+        self.replace_session(forked.store).await;
+        Ok(forked.selected_text)
+    }
+
+    /// `clone`: a new session holding the current branch up to the leaf.
+    pub async fn clone_session(&self) -> Result<(), String> {
+        let forked = lock(&self.core.session)
+            .clone_session()
+            .map_err(|e| e.to_string())?;
+        self.replace_session(forked.store).await;
+        Ok(())
+    }
+}
