@@ -67,6 +67,11 @@ impl SessionStore {
             }
             _ => None,
         };
+        if self.entries.len() == self.entries.capacity() {
+            // Grow by an eighth, not double: a loaded session is large, and large buffers grow
+            // in place (mremap) without copying.
+            self.entries.reserve_exact((self.entries.len() / 8).max(64));
+        }
         self.entries.push(entry);
         self.index_entry(self.entries.len() - 1);
         if let Err(e) = self.persist(line.as_bytes()) {

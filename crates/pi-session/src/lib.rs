@@ -5,12 +5,17 @@
 //! common history) and a *leaf* marks where the conversation currently is. [`SessionStore`]
 //! keeps one session: it loads a file (tolerating malformed and torn lines, migrating v1/v2),
 //! appends entries one complete line per write, and answers the reading side of the RPC
-//! protocol — the model context ([`SessionStore::build_context`]), `get_entries`, `get_tree`,
-//! `get_fork_messages`, session stats — plus forks and clones. [`discovery`] finds sessions on
-//! disk from their headers alone; [`paths`] is the directory layout.
+//! protocol — the model context ([`SessionStore::build_context`]), `get_entries`
+//! ([`SessionStore::entries_since`]), `get_tree` ([`SessionStore::tree`]), `get_fork_messages`,
+//! session stats — plus forks and clones. [`discovery`] finds sessions on disk from their headers
+//! alone; [`paths`] is the directory layout and the session directory choice.
 //!
 //! Entries are `pi-protocol`'s typed records, which keep unknown keys and key order, so every
 //! entry re-serializes byte-identically; what does not fit the types is kept verbatim.
+//!
+//! All operations are synchronous file I/O (opening a large session also parses on a few
+//! threads): async callers run them on a blocking thread. One store owns its file; nothing else
+//! should append to it.
 
 mod append;
 mod context;

@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
@@ -256,22 +257,28 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
     let Some(first) = blocks.next()? else {
         return Ok(());
     };
+    let second = blocks.next()?;
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_WORKERS);
-    if workers < 2 || first.len() < BLOCK {
+    if workers < 2 || second.is_none() {
         entries.extend(parse_block(&first));
         blocks.recycle(first);
-        while let Some(b) = blocks.next()? {
-            entries.extend(parse_block(&b));
+        let mut next = second;
+        while let Some(b) = next {
+            let parsed = parse_block(&b);
+            entries.reserve_exact(parsed.len());
+            entries.extend(parsed);
             blocks.recycle(b);
+            next = blocks.next()?;
         }
         return Ok(());
     }
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = sync_channel::<(usize, Vec<u8>)>(workers);
         let job_rx = Arc::new(Mutex::new(job_rx));
-        let (done_tx, done_rx) = channel::<(usize, Vec<SessionEntry>, Vec<u8>)>();
+        // A parser that panicked reports `None`, so the reader never waits for it forever.
+        let (done_tx, done_rx) = channel::<(usize, Option<Vec<SessionEntry>>, Vec<u8>)>();
         for _ in 0..workers {
             let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
             scope.spawn(move || {
@@ -283,8 +290,8 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
                     let Ok((i, block)) = job else {
                         break;
                     };
-                    let parsed = parse_block(&block);
-                    if done_tx.send((i, parsed, block)).is_err() {
+                    let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| parse_block(&block)));
+                    if done_tx.send((i, parsed.ok(), block)).is_err() {
                         break;
                     }
                 }
@@ -293,29 +300,39 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
         drop(done_tx);
         // At most this many blocks are read but not yet appended, bounding memory.
         let window = workers * 2;
-        let mut next_block = Some(first);
+        let mut queue = vec![first];
+        let mut next_block = second;
         let (mut sent, mut appended) = (0usize, 0usize);
         let mut parked: BTreeMap<usize, Vec<SessionEntry>> = BTreeMap::new();
         loop {
             while sent - appended < window {
-                let Some(block) = next_block.take() else {
-                    break;
+                let block = match queue.pop() {
+                    Some(b) => b,
+                    None => match next_block.take() {
+                        Some(b) => {
+                            next_block = blocks.next()?;
+                            b
+                        }
+                        None => break,
+                    },
                 };
                 if job_tx.send((sent, block)).is_err() {
                     return Err(std::io::Error::other("session parser stopped"));
                 }
                 sent += 1;
-                next_block = blocks.next()?;
             }
             if appended == sent {
                 return Ok(());
             }
-            let Ok((i, parsed, block)) = done_rx.recv() else {
+            let Ok((i, Some(parsed), block)) = done_rx.recv() else {
                 return Err(std::io::Error::other("session parser stopped"));
             };
             blocks.recycle(block);
             parked.insert(i, parsed);
             while let Some(parsed) = parked.remove(&appended) {
+                // Exact growth: a doubled vector of ~500-byte entries would hold up to half
+                // again as much memory at the peak (large buffers grow in place).
+                entries.reserve_exact(parsed.len());
                 entries.extend(parsed);
                 appended += 1;
             }

@@ -196,6 +196,8 @@ impl SessionStore {
                     .collect()
             }
         };
+        // Entries are large (~500 bytes inline); a doubled vector would waste up to half.
+        self.entries.shrink_to_fit();
         self.header = header;
         self.file = Some(file);
         self.rebuild_index();

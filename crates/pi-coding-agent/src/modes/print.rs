@@ -43,10 +43,8 @@ async fn serve(
             return 1;
         }
     };
-    if json {
-        if let Ok(line) = to_js_line(&rt.session_header()) {
-            out.send(line).await;
-        }
+    if json && let Ok(line) = to_js_line(&rt.session_header()) {
+        out.send(line).await;
     }
     let rest = args
         .messages
