@@ -2,7 +2,7 @@
 
 use crate::output::{Output, now_ms};
 use crate::request::setup_error;
-use crate::stream::{AssistantStream, LlmContext, StreamOptions};
+use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
 use crate::{anthropic, faux, google, openai_completions, openai_responses};
 use pi_protocol::model::Model;
 use std::time::Instant;
@@ -25,6 +25,23 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             started,
             timestamp,
         ));
+    }
+    if options.cancel.is_cancelled() {
+        // Aborted before anything was sent (an abort during a tool batch cancels the next
+        // request): Pi's failure shape with the fetch layer's abort text.
+        let event = match setup_error(
+            model,
+            "This operation was aborted".into(),
+            started,
+            timestamp,
+        ) {
+            StreamEvent::Error { mut message } => {
+                message.stop_reason = pi_protocol::usage::StopReason::Aborted;
+                StreamEvent::Error { message }
+            }
+            other => other,
+        };
+        return AssistantStream::immediate(event);
     }
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return AssistantStream::immediate(setup_error(
