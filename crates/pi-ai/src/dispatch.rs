@@ -26,9 +26,10 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             timestamp,
         ));
     }
-    if options.cancel.is_cancelled() {
+    if options.cancel.is_cancelled() && model.api == openai_completions::API {
         // Aborted before anything was sent (an abort during a tool batch cancels the next
-        // request): Pi's failure shape with the fetch layer's abort text.
+        // request): Pi's failure shape with the fetch layer's abort text (recorded for
+        // openai-completions; the other adapters report their own wording from the request).
         let event = match setup_error(
             model,
             "This operation was aborted".into(),
