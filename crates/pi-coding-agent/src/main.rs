@@ -57,7 +57,23 @@ fn run(argv: &[String]) -> i32 {
             ),
         },
         Action::ListModels { .. } => not_yet("--list-models is not implemented yet"),
-        Action::Export { .. } => not_yet("--export is not implemented yet"),
+        Action::Export { input, output } => {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            match pi_export::export_session_file(
+                std::path::Path::new(input),
+                output.as_deref().map(std::path::Path::new),
+                &cwd,
+            ) {
+                Ok(path) => {
+                    println!("Exported to: {}", path.display());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("Error: {e}");
+                    1
+                }
+            }
+        }
         Action::Command { command, .. } => {
             not_yet(&format!("`pi {}` is not implemented yet", command.name()))
         }

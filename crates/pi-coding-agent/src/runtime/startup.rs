@@ -54,41 +54,109 @@ fn tool_names(args: &Args, settings: &crate::settings::model::Settings) -> Vec<S
     names
 }
 
+/// Pi's `createSessionManager`: which session this process works on.
 fn open_session(
     args: &Args,
     cwd: &Path,
     agent_dir: &Path,
     dir: Option<PathBuf>,
 ) -> Result<SessionStore, StartupError> {
-    let options = NewSession {
-        id: args.session_id.clone(),
-        parent_session: None,
-    };
+    use pi_session::SessionLookup;
+    let fail = |e: pi_session::SessionError| StartupError(e.to_string());
     let scope = SessionScope {
         cwd: cwd.to_path_buf(),
         agent_dir: agent_dir.to_path_buf(),
         session_dir: dir.clone(),
     };
-    let result = if args.no_session {
-        SessionStore::in_memory(cwd, options)
-    } else if let Some(arg) = &args.session {
-        match pi_session::discovery::resolve_session_arg(&scope, arg) {
-            pi_session::SessionLookup::Path(p) | pi_session::SessionLookup::Local(p) => {
-                SessionStore::open(&p, dir.as_deref(), None)
-            }
-            pi_session::SessionLookup::Global { path, .. } => {
-                SessionStore::open(&path, dir.as_deref(), None)
-            }
-            pi_session::SessionLookup::NotFound => {
-                return Err(StartupError(format!("No session found matching '{arg}'")));
-            }
-        }
-    } else if args.continue_session {
-        SessionStore::continue_recent(&scope)
-    } else {
-        SessionStore::create(cwd, &scope.dir(), options)
+    let target_dir = scope.dir();
+    let with_id = || NewSession {
+        id: args.session_id.clone(),
+        parent_session: None,
     };
-    result.map_err(|e| StartupError(e.to_string()))
+    if args.no_session {
+        return SessionStore::in_memory(cwd, with_id()).map_err(fail);
+    }
+    if let Some(source) = &args.fork {
+        if let Some(id) = &args.session_id
+            && pi_session::discovery::find_session_by_id(&scope, id).is_some()
+        {
+            return Err(StartupError(format!(
+                "Session already exists with id '{id}'"
+            )));
+        }
+        return match pi_session::discovery::resolve_session_arg(&scope, source) {
+            SessionLookup::Path(p)
+            | SessionLookup::Local(p)
+            | SessionLookup::Global { path: p, .. } => {
+                SessionStore::fork_from(&p, cwd, &target_dir, args.session_id.clone()).map_err(fail)
+            }
+            SessionLookup::NotFound => Err(StartupError(format!(
+                "No session found matching '{source}'"
+            ))),
+        };
+    }
+    if let Some(arg) = &args.session {
+        return match pi_session::discovery::resolve_session_arg(&scope, arg) {
+            SessionLookup::Path(p) | SessionLookup::Local(p) => {
+                SessionStore::open(&p, dir.as_deref(), None).map_err(fail)
+            }
+            // Pi asks whether to fork a session of another project into this one; without a
+            // terminal to ask on, we fork (the original stays untouched) and say so.
+            SessionLookup::Global { path, cwd: other } => {
+                eprintln!(
+                    "Session found in different project: {other}; forking it into the current directory"
+                );
+                SessionStore::fork_from(&path, cwd, &target_dir, None).map_err(fail)
+            }
+            SessionLookup::NotFound => {
+                Err(StartupError(format!("No session found matching '{arg}'")))
+            }
+        };
+    }
+    if args.resume {
+        return Err(StartupError(
+            "--resume needs an interactive terminal to pick a session; use --continue or --session <id|path>".into(),
+        ));
+    }
+    if args.continue_session {
+        return SessionStore::continue_recent(&scope).map_err(fail);
+    }
+    if let Some(id) = &args.session_id {
+        if let Some(path) = pi_session::discovery::find_session_by_id(&scope, id) {
+            return SessionStore::open(&path, dir.as_deref(), None).map_err(fail);
+        }
+        eprintln!(
+            "Warning: No project session found with id '{id}'; creating a new session with that id."
+        );
+    }
+    SessionStore::create(cwd, &target_dir, with_id()).map_err(fail)
+}
+
+/// The checks and annotations Pi makes once the session is open: the stored cwd must exist,
+/// and `--name` names the session.
+fn finish_session(args: &Args, session: &mut SessionStore, cwd: &Path) -> Result<(), StartupError> {
+    let stored = session.cwd().to_path_buf();
+    if session.session_file().is_some() && !stored.as_os_str().is_empty() && !stored.exists() {
+        let file = session
+            .session_file()
+            .map(|f| format!("\nSession file: {}", f.display()))
+            .unwrap_or_default();
+        return Err(StartupError(format!(
+            "Stored session working directory does not exist: {}{file}\nCurrent working directory: {}",
+            stored.display(),
+            cwd.display()
+        )));
+    }
+    if let Some(name) = &args.name {
+        let name = crate::cli::env::js_trim(name);
+        if name.is_empty() {
+            return Err(StartupError("--name requires a non-empty value".into()));
+        }
+        session
+            .append_session_info(name)
+            .map_err(|e| StartupError(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// New sessions record the starting model and thinking level so a resume restores them; an
@@ -176,6 +244,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     )
     .map(|d| cwd.join(d));
     let mut session = open_session(args, &cwd, &agent_dir, chosen_dir)?;
+    finish_session(args, &mut session, &cwd)?;
     let has_thinking_entry = session.branch_entries(None).iter().any(|e| {
         matches!(
             e,
