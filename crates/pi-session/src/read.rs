@@ -26,7 +26,7 @@ use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
 
 /// Bytes per block handed to a parser thread (a block always ends at a line end).
-const BLOCK: usize = 1 << 20;
+const BLOCK: usize = 1 << 19;
 /// Most parser threads used.
 const MAX_WORKERS: usize = 4;
 
@@ -299,7 +299,7 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
         }
         drop(done_tx);
         // At most this many blocks are read but not yet appended, bounding memory.
-        let window = workers * 2;
+        let window = workers + 1;
         let mut queue = vec![first];
         let mut next_block = second;
         let (mut sent, mut appended) = (0usize, 0usize);
