@@ -47,22 +47,7 @@ pub(crate) async fn run(
     agent.emit(AgentEvent::AgentStart).await;
     agent.emit(AgentEvent::TurnStart).await;
     if let Some(prompts) = prompts {
-        let initial =
-            declare_tool_changes(&st.context, prompts, &tool_declarations(agent), now_ms());
-        for message in initial {
-            agent
-                .emit(AgentEvent::MessageStart {
-                    message: message.clone(),
-                })
-                .await;
-            agent
-                .emit(AgentEvent::MessageEnd {
-                    message: message.clone(),
-                })
-                .await;
-            st.context.push(message.clone());
-            new_messages.push(message);
-        }
+        deliver(agent, st, &mut new_messages, prompts).await;
     }
     run_loop(
         agent,
@@ -77,6 +62,31 @@ pub(crate) async fn run(
             messages: new_messages,
         })
         .await;
+}
+
+/// Emits start and end of each new message (with the tool declarations they need first) and
+/// adds them to the run's context.
+async fn deliver(
+    agent: &Agent,
+    st: &mut RunState,
+    new_messages: &mut Vec<AgentMessage>,
+    messages: Vec<AgentMessage>,
+) {
+    let declared = declare_tool_changes(&st.context, messages, &tool_declarations(agent), now_ms());
+    for message in declared {
+        agent
+            .emit(AgentEvent::MessageStart {
+                message: message.clone(),
+            })
+            .await;
+        agent
+            .emit(AgentEvent::MessageEnd {
+                message: message.clone(),
+            })
+            .await;
+        st.context.push(message.clone());
+        new_messages.push(message);
+    }
 }
 
 fn tool_declarations(agent: &Agent) -> Vec<Tool> {
@@ -128,23 +138,7 @@ async fn run_loop(
                 }
                 agent.emit(AgentEvent::TurnStart).await;
             }
-            let queued = std::mem::take(&mut pending);
-            for message in
-                declare_tool_changes(&st.context, queued, &tool_declarations(agent), now_ms())
-            {
-                agent
-                    .emit(AgentEvent::MessageStart {
-                        message: message.clone(),
-                    })
-                    .await;
-                agent
-                    .emit(AgentEvent::MessageEnd {
-                        message: message.clone(),
-                    })
-                    .await;
-                st.context.push(message.clone());
-                new_messages.push(message);
-            }
+            deliver(agent, st, new_messages, std::mem::take(&mut pending)).await;
 
             let message = stream_assistant_response(agent, st, cancel).await;
             new_messages.push(AgentMessage::Assistant(message.clone()));
