@@ -47,7 +47,7 @@ pub(crate) async fn run(
     agent.emit(AgentEvent::AgentStart).await;
     agent.emit(AgentEvent::TurnStart).await;
     if let Some(prompts) = prompts {
-        deliver(agent, st, &mut new_messages, prompts).await;
+        deliver(agent, &mut st, &mut new_messages, prompts).await;
     }
     run_loop(
         agent,
