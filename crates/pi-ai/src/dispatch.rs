@@ -5,7 +5,30 @@ use crate::request::setup_error;
 use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
 use crate::{anthropic, faux, google, openai_completions, openai_responses};
 use pi_protocol::model::Model;
+use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Instant;
+
+/// Starts a response for a wire API that lives outside this crate.
+pub type ApiStreamFn = fn(&Model, LlmContext, StreamOptions) -> AssistantStream;
+
+fn registered() -> &'static RwLock<Vec<(String, ApiStreamFn)>> {
+    static APIS: OnceLock<RwLock<Vec<(String, ApiStreamFn)>>> = OnceLock::new();
+    APIS.get_or_init(RwLock::default)
+}
+
+/// Makes [`stream`] hand models whose `api` is `api` to `f` (Pi's `registerApiProvider`), so
+/// every caller of [`stream`] reaches providers built outside pi-ai (the in-process `local`
+/// one). A later registration of the same api replaces the earlier one.
+pub fn register_api(api: &str, f: ApiStreamFn) {
+    let mut apis = registered().write().unwrap_or_else(PoisonError::into_inner);
+    apis.retain(|(a, _)| a != api);
+    apis.push((api.to_string(), f));
+}
+
+fn registered_api(api: &str) -> Option<ApiStreamFn> {
+    let apis = registered().read().unwrap_or_else(PoisonError::into_inner);
+    apis.iter().find(|(a, _)| a == api).map(|(_, f)| *f)
+}
 
 /// Streams one response from `model`. Every stream ends with exactly one `Done` or `Error`; a
 /// model whose `api` has no implementation gets Pi's
@@ -19,6 +42,9 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
         openai_completions::API | anthropic::API | openai_responses::API | google::API | faux::API
     );
     if !known {
+        if let Some(f) = registered_api(&model.api) {
+            return f(model, context, options);
+        }
         return AssistantStream::immediate(setup_error(
             model,
             format!("No API provider registered for api: {}", model.api),
@@ -65,4 +91,36 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::StreamEvent;
+
+    fn answer(model: &Model, _: LlmContext, _: StreamOptions) -> AssistantStream {
+        AssistantStream::immediate(setup_error(
+            model,
+            "from the registered api".into(),
+            Instant::now(),
+            0,
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_registered_api_receives_its_models() {
+        register_api("test-registered-api", answer);
+        let mut model = Model::placeholder();
+        model.api = "test-registered-api".into();
+        let event = stream(&model, LlmContext::default(), StreamOptions::default())
+            .next()
+            .await;
+        let Some(StreamEvent::Error { message }) = event else {
+            panic!("expected an error event, got {event:?}");
+        };
+        assert_eq!(
+            message.error_message.as_deref(),
+            Some("from the registered api")
+        );
+    }
 }

@@ -21,7 +21,7 @@ pub mod tool_args;
 pub mod transcript;
 pub mod transform;
 
-pub use dispatch::stream;
+pub use dispatch::{ApiStreamFn, register_api, stream};
 pub use stream::{
     AssistantStream, CacheRetention, LlmContext, StreamEvent, StreamOptions, StreamSender,
 };

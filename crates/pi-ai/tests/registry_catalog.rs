@@ -13,6 +13,7 @@ fn empty_registry() -> ModelRegistry {
         agent_dir: dir,
         env: Env::default(),
         docs_dir: "/docs".into(),
+        local: None,
     });
     assert_eq!(errors, vec![]);
     registry

@@ -317,6 +317,7 @@ fn run_case(name: &str) -> Vec<String> {
         agent_dir: agent.clone(),
         env,
         docs_dir: PathBuf::from("<docs>"),
+        local: None,
     });
     let (settings, enabled) = settings_of(&agent);
     let mut request = request_from_args(&strings(spec.get("args")));

@@ -1,6 +1,7 @@
 //! `pi`: the coding agent binary.
 
 mod cli;
+mod compaction;
 mod modes;
 mod resources;
 mod runtime;

@@ -5,3 +5,4 @@
 pub mod conformance;
 pub mod mock;
 pub mod sse;
+pub mod summarization;

@@ -2,7 +2,6 @@
 //! provider and id, optionally narrowed by pi-tui's fuzzy filter over `"<provider> <id>"`.
 
 use super::collate::locale_compare;
-use super::messages;
 use super::model_registry::ModelRegistry;
 use pi_protocol::Model;
 use pi_protocol::model::InputModality;
@@ -115,7 +114,7 @@ impl ModelRegistry {
         }
         let models = self.available_models().to_vec();
         if models.is_empty() {
-            out.stdout = format!("{}\n", messages::no_models_available(&self.docs_dir));
+            out.stdout = format!("{}\n", self.no_models_message());
             return out;
         }
         let mut models = match search.filter(|s| !s.is_empty()) {

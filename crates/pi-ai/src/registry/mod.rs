@@ -8,6 +8,7 @@
 //!     agent_dir: "/home/me/.pi/agent".into(),
 //!     env: Env::from_process(),
 //!     docs_dir: "/opt/pi/docs".into(),
+//!     local: None,
 //! });
 //! for m in registry.available_models() {
 //!     println!("{}/{}", m.provider, m.id);
@@ -31,6 +32,7 @@ mod glob;
 mod headers;
 mod jsonc;
 mod list;
+mod local;
 mod messages;
 mod model_registry;
 mod models_json;
@@ -48,6 +50,7 @@ pub use cost::calculate_cost;
 pub use env::Env;
 pub use headers::HeaderList;
 pub use list::ListModelsOutput;
+pub use local::LocalProvider;
 pub use messages::{
     login_help, model_not_found, no_api_key_found, no_model_selected, no_models_available,
     oauth_failed,

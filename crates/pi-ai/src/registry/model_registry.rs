@@ -8,6 +8,7 @@ use super::catalog::catalog;
 use super::compose::{compose_models, to_model};
 use super::config_value::{self, CommandCache};
 use super::env::Env;
+use super::local::LocalProvider;
 use super::models_json::{JsObject, ModelsConfig, ProviderConfig};
 use super::reference::Candidate;
 use super::store::{ModelsStore, StoreKind};
@@ -25,6 +26,8 @@ pub struct LoadOptions {
     pub env: Env,
     /// The directory of Pi's docs, named in login help (`<docs>/providers.md`, `<docs>/models.md`).
     pub docs_dir: PathBuf,
+    /// The in-process provider, when this build has one (`pi-local`).
+    pub local: Option<LocalProvider>,
 }
 
 /// A problem found while loading, in Pi's words.
@@ -99,6 +102,7 @@ pub struct ModelRegistry {
     /// Providers whose auth check passed, in provider order.
     configured: Vec<String>,
     available: Vec<Arc<Model>>,
+    pub(crate) local: Option<LocalProvider>,
 }
 
 /// `https://radius.pi.dev` in the form Pi compares gateways.
@@ -138,6 +142,7 @@ impl ModelRegistry {
             commands: CommandCache::default(),
             configured: Vec::new(),
             available: Vec::new(),
+            local: options.local,
         };
         if let Some(e) = &registry.config.error {
             registry.errors.push(LoadError::ModelsJson(e.clone()));
@@ -149,7 +154,7 @@ impl ModelRegistry {
     }
 
     /// Built-in providers in pi-ai's order (then `oauth: "radius"` entries), then `models.json`
-    /// providers in file order.
+    /// providers in file order, then the in-process provider.
     fn build_providers(&mut self, store: &ModelsStore) {
         let cat = catalog();
         let bundled_at = cat.generated_at_ms();
@@ -170,6 +175,9 @@ impl ModelRegistry {
             }
         }
         for id in ids {
+            if self.is_local_provider(&id) {
+                continue;
+            }
             let config = self.config.provider(&id).cloned();
             let radius = radius_ids.contains(&id);
             let builtin_index = cat.index_of(&id).filter(|_| !radius);
@@ -216,6 +224,28 @@ impl ModelRegistry {
             };
             self.push_provider(id, name, builtin, base, config);
         }
+        self.push_local_provider();
+    }
+
+    /// The in-process provider: its built-in models under its `models.json` entry, whose models
+    /// default to its `api`.
+    fn push_local_provider(&mut self) {
+        let Some(local) = self.local.clone() else {
+            return;
+        };
+        let mut config = self.config.provider(&local.id).cloned();
+        if let Some(c) = &mut config {
+            c.api.get_or_insert_with(|| local.api.clone());
+        }
+        let objects = local
+            .models
+            .iter()
+            .filter_map(|m| match serde_json::to_value(m) {
+                Ok(Value::Object(o)) => Some(o),
+                _ => None,
+            })
+            .collect();
+        self.push_provider(local.id, local.name, None, Some((None, objects)), config);
     }
 
     /// Composes one provider. `base` is `(catalog index, objects)`: an index means the untouched
@@ -334,6 +364,20 @@ impl ModelRegistry {
         let mut configured = Vec::new();
         let mut available = Vec::new();
         for entry in &self.providers {
+            // No credentials: a local model is usable when its weights are on disk.
+            if let Some(local) = self.local.as_ref().filter(|l| l.id == entry.id) {
+                let runnable: Vec<Arc<Model>> = entry
+                    .models()
+                    .iter()
+                    .filter(|m| (local.runnable)(m))
+                    .cloned()
+                    .collect();
+                if !runnable.is_empty() {
+                    configured.push(entry.id.clone());
+                    available.extend(runnable);
+                }
+                continue;
+            }
             let credential = match self.credential(&entry.id) {
                 Ok(c) => c,
                 Err(message) => {
@@ -521,6 +565,7 @@ mod tests {
             agent_dir: dir.clone(),
             env,
             docs_dir: "/docs".into(),
+            local: None,
         });
         let _ = std::fs::remove_dir_all(&dir);
         loaded

@@ -49,7 +49,7 @@ impl ModelRegistry {
         }
         AuthError::NoApiKey {
             provider: provider.to_string(),
-            message: messages::no_api_key_found(provider, &self.docs_dir),
+            message: self.no_api_key_message(provider),
         }
     }
 
@@ -57,6 +57,9 @@ impl ModelRegistry {
     /// none. Runs `models.json` `!command` values (uncached, as Pi does for every request).
     pub fn request_auth(&self, model: &Model) -> Result<RequestAuth, AuthError> {
         let provider = model.provider.as_str();
+        if self.is_local_provider(provider) {
+            return Ok(RequestAuth::default());
+        }
         let Some(entry) = self.providers.iter().find(|p| p.id == provider) else {
             return Err(self.no_api_key(provider));
         };

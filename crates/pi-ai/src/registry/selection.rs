@@ -3,7 +3,6 @@
 //! `cycle_model`).
 
 use super::catalog::catalog;
-use super::messages;
 use super::model_registry::ModelRegistry;
 use super::scope::{Diagnostic, ScopedModel};
 use super::thinking::clamp_thinking_str;
@@ -191,7 +190,7 @@ impl ModelRegistry {
         if model.is_none() {
             model = self.initial_model(&req.settings);
             fallback = match (&model, fallback) {
-                (None, _) => Some(messages::no_models_available(&self.docs_dir)),
+                (None, _) => Some(self.no_models_message()),
                 (Some(m), Some(f)) => Some(format!("{f}. Using {}/{}", m.provider, m.id)),
                 (Some(_), None) => None,
             };

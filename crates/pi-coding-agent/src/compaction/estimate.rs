@@ -87,7 +87,12 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
 /// [`estimate_tokens`] for a message kept verbatim (a shape our types do not accept).
 fn raw_chars(m: &serde_json::Map<String, Value>) -> usize {
     let str_len = |k: &str| m.get(k).and_then(Value::as_str).map_or(0, js_len);
-    let blocks = || m.get("content").and_then(Value::as_array).into_iter().flatten();
+    let blocks = || {
+        m.get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    };
     let block_str = |b: &Value, k: &str| b.get(k).and_then(Value::as_str).map_or(0, js_len);
     match m.get("role").and_then(Value::as_str) {
         Some("user" | "custom" | "toolResult") => match m.get("content") {
@@ -104,9 +109,7 @@ fn raw_chars(m: &serde_json::Map<String, Value>) -> usize {
             .map(|b| match b.get("type").and_then(Value::as_str) {
                 Some("text") => block_str(b, "text"),
                 Some("thinking") => block_str(b, "thinking"),
-                Some("toolCall") => {
-                    block_str(b, "name") + b.get("arguments").map_or(0, |a| json_len(a))
-                }
+                Some("toolCall") => block_str(b, "name") + b.get("arguments").map_or(0, json_len),
                 _ => 0,
             })
             .sum(),
@@ -139,6 +142,23 @@ pub fn valid_usage(message: &AgentMessage) -> Option<&Usage> {
     }
 }
 
+/// A message or a borrowed context message (the projection holds the latter).
+pub trait AsMessage {
+    fn message(&self) -> &AgentMessage;
+}
+
+impl AsMessage for AgentMessage {
+    fn message(&self) -> &AgentMessage {
+        self
+    }
+}
+
+impl AsMessage for pi_session::ContextMessage<'_> {
+    fn message(&self) -> &AgentMessage {
+        self
+    }
+}
+
 /// A context size and where its provider-reported part came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextEstimate {
@@ -149,23 +169,23 @@ pub struct ContextEstimate {
 
 /// The last valid usage plus estimates of the later messages; without one, the sum of all
 /// estimates.
-pub fn estimate_context_tokens<M: AsRef<AgentMessage>>(messages: &[M]) -> ContextEstimate {
+pub fn estimate_context_tokens<M: AsMessage>(messages: &[M]) -> ContextEstimate {
     let last = messages
         .iter()
         .enumerate()
         .rev()
-        .find_map(|(i, m)| valid_usage(m.as_ref()).map(|u| (i, u)));
+        .find_map(|(i, m)| valid_usage(m.message()).map(|u| (i, u)));
     match last {
         Some((i, usage)) => ContextEstimate {
             tokens: calculate_context_tokens(usage)
                 + messages[i + 1..]
                     .iter()
-                    .map(|m| estimate_tokens(m.as_ref()))
+                    .map(|m| estimate_tokens(m.message()))
                     .sum::<u64>(),
             last_usage_index: Some(i),
         },
         None => ContextEstimate {
-            tokens: messages.iter().map(|m| estimate_tokens(m.as_ref())).sum(),
+            tokens: messages.iter().map(|m| estimate_tokens(m.message())).sum(),
             last_usage_index: None,
         },
     }
@@ -210,12 +230,17 @@ pub fn estimate_projected_context_tokens(
 }
 
 /// Sum of the estimates of `messages` (`estimatedTokensAfter`).
-pub fn estimate_messages_tokens<M: AsRef<AgentMessage>>(messages: &[M]) -> u64 {
-    messages.iter().map(|m| estimate_tokens(m.as_ref())).sum()
+pub fn estimate_messages_tokens<M: AsMessage>(messages: &[M]) -> u64 {
+    messages.iter().map(|m| estimate_tokens(m.message())).sum()
 }
 
 /// Pi's `shouldCompact`: enabled and above `contextWindow − reserveTokens`.
-pub fn should_compact(tokens: u64, context_window: u64, enabled: bool, reserve_tokens: u64) -> bool {
+pub fn should_compact(
+    tokens: u64,
+    context_window: u64,
+    enabled: bool,
+    reserve_tokens: u64,
+) -> bool {
     enabled && i128::from(tokens) > i128::from(context_window) - i128::from(reserve_tokens)
 }
 
@@ -247,7 +272,10 @@ mod tests {
 
     #[test]
     fn tool_calls_cost_their_name_and_json_arguments() {
-        let args = json!({"path": "f.txt"}).as_object().cloned().unwrap_or_default();
+        let args = json!({"path": "f.txt"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         let call = AssistantBlock::ToolCall(ToolCall::new("id", "read", args));
         let text = AssistantBlock::Text(TextContent::new("ok"));
         // "read" (4) + {"path":"f.txt"} (16) + "ok" (2) = 22 → 6.

@@ -57,7 +57,9 @@ impl FileOps {
                     self.add(&call.name, call.arguments.as_ref());
                 }
             }
-            AgentMessage::Other(m) if m.get("role").and_then(Value::as_str) == Some("assistant") => {
+            AgentMessage::Other(m)
+                if m.get("role").and_then(Value::as_str) == Some("assistant") =>
+            {
                 let blocks = m.get("content").and_then(Value::as_array);
                 for block in blocks.into_iter().flatten() {
                     if block.get("type").and_then(Value::as_str) == Some("toolCall")
@@ -89,16 +91,15 @@ impl FileOps {
     }
 
     pub fn lists(&self) -> FileLists {
-        let mut modified_files: Vec<String> =
-            self.edited.union(&self.written).cloned().collect();
-        modified_files.sort_by(js_cmp);
+        let mut modified_files: Vec<String> = self.edited.union(&self.written).cloned().collect();
+        modified_files.sort_by(|a, b| js_cmp(a, b));
         let mut read_files: Vec<String> = self
             .read
             .iter()
             .filter(|f| !self.edited.contains(*f) && !self.written.contains(*f))
             .cloned()
             .collect();
-        read_files.sort_by(js_cmp);
+        read_files.sort_by(|a, b| js_cmp(a, b));
         FileLists {
             read_files,
             modified_files,
@@ -106,7 +107,7 @@ impl FileOps {
     }
 }
 
-fn js_cmp(a: &String, b: &String) -> Ordering {
+fn js_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
@@ -150,8 +151,11 @@ mod tests {
         let mut a = AssistantMessage::new("api", "p", "m", StopReason::ToolUse, 1);
         for (i, (name, args)) in list.iter().enumerate() {
             let args = args.as_object().cloned().unwrap_or_default();
-            a.content
-                .push(AssistantBlock::ToolCall(ToolCall::new(format!("c{i}"), *name, args)));
+            a.content.push(AssistantBlock::ToolCall(ToolCall::new(
+                format!("c{i}"),
+                *name,
+                args,
+            )));
         }
         AgentMessage::Assistant(a)
     }

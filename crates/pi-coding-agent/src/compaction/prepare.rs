@@ -176,15 +176,16 @@ fn is_recovery_omission_suffix(p: &Projected<'_, '_>, from: usize, end: usize) -
         .filter_map(|i| p.entry(i).id())
         .collect();
     let external_replacement = suffix.clone().any(|i| {
-        context_edit(p.entry(i)).is_some_and(|(target, is_null)| !is_null && !omitted.contains(target))
+        context_edit(p.entry(i))
+            .is_some_and(|(target, is_null)| !is_null && !omitted.contains(target))
     });
     let omitted_assistant = suffix.clone().any(|i| {
         matches!(p.entry(i), SessionEntry::Message(m) if m.message.role() == "assistant")
             && p.is_omitted(i)
     });
-    let only_invisible = suffix.clone().all(|i| {
-        !is_compaction(p.entry(i)) && (!p.intrinsically_visible(i) || p.is_omitted(i))
-    });
+    let only_invisible = suffix
+        .clone()
+        .all(|i| !is_compaction(p.entry(i)) && (!p.intrinsically_visible(i) || p.is_omitted(i)));
     !external_replacement && omitted_assistant && only_invisible
 }
 

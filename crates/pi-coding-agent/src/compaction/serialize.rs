@@ -130,7 +130,10 @@ mod tests {
             1,
         ));
         let mut call = AssistantMessage::new("api", "p", "m", StopReason::ToolUse, 2);
-        let args = json!({"path": "f.txt", "limit": 3}).as_object().cloned().unwrap();
+        let args = json!({"path": "f.txt", "limit": 3})
+            .as_object()
+            .cloned()
+            .unwrap();
         call.content = vec![
             AssistantBlock::Thinking(ThinkingContent::new("hidden")),
             AssistantBlock::ToolCall(ToolCall::new("c1", "read", args)),

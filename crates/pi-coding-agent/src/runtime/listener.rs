@@ -6,7 +6,7 @@
 //! could lose.
 
 use super::{Core, lock};
-use pi_agent::{AgentEvent, AgentListener, BoxFuture, RunHooks};
+use pi_agent::{AgentEvent, AgentListener, BoxFuture};
 use pi_protocol::event::SessionEvent;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::usage::StopReason;
@@ -15,21 +15,6 @@ use pi_session::user_text;
 impl AgentListener for Core {
     fn on_event<'a>(&'a self, event: &'a AgentEvent) -> BoxFuture<'a> {
         Box::pin(self.handle_event(event))
-    }
-}
-
-impl RunHooks for Core {
-    fn api_key<'a>(&'a self, provider: &'a str) -> BoxFuture<'a, Option<String>> {
-        Box::pin(async move {
-            let model = self.agent()?.with_state(|s| s.model.clone());
-            if model.provider != provider {
-                return None;
-            }
-            lock(&self.registry)
-                .request_auth(&model)
-                .ok()
-                .and_then(|a| a.api_key)
-        })
     }
 }
 
@@ -50,6 +35,8 @@ impl Core {
                 let text = user_text(&user.content);
                 let removed = {
                     let mut run = lock(&self.run);
+                    // A new user message gets its own overflow compact-and-retry.
+                    run.overflow_recovery_attempted = false;
                     if let Some(i) = run.steering.iter().position(|t| *t == text) {
                         run.steering.remove(i);
                         true
@@ -79,6 +66,9 @@ impl Core {
             let finished_retry = {
                 let mut run = lock(&self.run);
                 run.last_assistant = Some(a.clone());
+                if !matches!(a.stop_reason, StopReason::Error | StopReason::Length) {
+                    run.overflow_recovery_attempted = false;
+                }
                 if a.stop_reason != StopReason::Error && run.retry_attempt > 0 {
                     Some(std::mem::take(&mut run.retry_attempt))
                 } else {

@@ -7,6 +7,7 @@
 use pi_protocol::content::{StringOrBlocks, TextContent, UserBlock, UserContent};
 use pi_protocol::message::{AgentMessage, BashExecutionMessage, UserMessage};
 
+// Prompt text, so ours (the conformance normalizer treats Pi's and ours alike).
 const COMPACTION_SUMMARY_OPEN: &str =
     "Earlier parts of this conversation were condensed into the summary below.\n\n<summary>\n";
 const COMPACTION_SUMMARY_CLOSE: &str = "\n</summary>";

@@ -3,9 +3,11 @@
 //! persistence, `agent_settled`. RPC commands call into it; it writes events to the output.
 
 mod commands_misc;
+mod compaction;
 mod emit;
 mod listener;
 pub mod llm_context;
+mod local_model;
 mod model_cmds;
 mod prompt;
 mod replace;
@@ -63,7 +65,14 @@ pub(crate) struct RunState {
     pub tool_result_entries: Vec<String>,
     /// RPC `bash` results waiting for the run to settle.
     pub pending_bash: Vec<BashExecutionMessage>,
+    /// A manual compaction is running (prompts are refused meanwhile).
     pub compacting: bool,
+    /// An automatic compaction is running (`isCompacting`, but prompts queue as usual).
+    pub auto_compacting: bool,
+    /// The running compaction (manual or automatic), for `abort`.
+    pub compaction: Option<compaction::CompactionHandle>,
+    /// The current prompt already had its one overflow compact-and-retry.
+    pub overflow_recovery_attempted: bool,
 }
 
 /// Everything the runtime owns except the agent.

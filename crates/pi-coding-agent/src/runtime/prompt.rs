@@ -111,6 +111,9 @@ impl Runtime {
     /// The session-level run: the first low-level run, then retries and queued work, then
     /// exactly one `agent_settled`.
     pub async fn run_session(&self, messages: Vec<AgentMessage>) {
+        // Pi checks before the prompt response; here the check follows it, so the command
+        // loop stays free to take an `abort` while a compaction runs.
+        self.core.check_compaction_before_prompt().await;
         if let Err(e) = self.agent.prompt(messages).await {
             eprintln!("pi: {e}");
         }
@@ -183,11 +186,15 @@ impl Runtime {
                     .await;
             }
         }
+        if self.core.check_compaction(&message).await {
+            return !self.abort_requested();
+        }
         !self.abort_requested() && self.agent.has_queued_messages()
     }
 
     /// `abort`: stops the run (stream, tools, retry backoff) and waits until the session is idle.
     pub async fn abort(&self) {
+        self.core.cancel_compaction().await;
         if self.core.is_streaming() {
             let retry = {
                 let mut run = lock(&self.core.run);
@@ -246,10 +253,7 @@ impl Core {
         if registry.is_using_oauth(&model.provider) {
             return Err(pi_ai::registry::oauth_failed(&model.provider));
         }
-        Err(pi_ai::registry::no_api_key_found(
-            &model.provider,
-            &self.env.docs_dir,
-        ))
+        Err(registry.no_api_key_message(&model.provider))
     }
 
     /// The system message to send before this run's first message, if the prompt changed.

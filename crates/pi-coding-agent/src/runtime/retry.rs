@@ -42,6 +42,16 @@ impl Core {
             retry.max_agent_delay_ms.max(0.0) as u64,
             attempt as u32,
         );
+        // Registered before the client hears of the retry, so an `abort` or `abort_retry` sent
+        // in reply to `auto_retry_start` always finds it.
+        let cancel = CancellationToken::new();
+        {
+            let mut run = lock(&self.run);
+            if run.abort_requested {
+                cancel.cancel();
+            }
+            run.retry_cancel = Some(cancel.clone());
+        }
         self.emit(SessionEvent::AutoRetryStart {
             attempt,
             max_attempts: retry.max_retries.max(0.0) as u64,
@@ -54,8 +64,6 @@ impl Core {
         })
         .await;
         self.omit_failed_attempt().await;
-        let cancel = CancellationToken::new();
-        lock(&self.run).retry_cancel = Some(cancel.clone());
         let slept = tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(std::time::Duration::from_millis(delay_ms)) => true,

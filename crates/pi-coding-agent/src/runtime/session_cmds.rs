@@ -65,7 +65,9 @@ impl Runtime {
     }
 
     pub fn session_stats(&self) -> pi_session::SessionStats {
-        lock(&self.core.session).stats()
+        let mut stats = lock(&self.core.session).stats();
+        stats.context_usage = self.context_usage();
+        stats
     }
 }
 

@@ -231,6 +231,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         agent_dir: agent_dir.clone(),
         env: Env::from_process(),
         docs_dir: docs_dir.clone(),
+        local: super::local_model::install(),
     });
     for p in problems {
         eprintln!("Warning: {p}");

@@ -19,7 +19,7 @@ impl Runtime {
             model: Some(model),
             thinking_level,
             is_streaming: self.core.is_streaming(),
-            is_compacting: run.compacting,
+            is_compacting: run.compacting || run.auto_compacting,
             steering_mode: settings.steering_mode,
             follow_up_mode: settings.follow_up_mode,
             session_file: session

@@ -308,13 +308,52 @@ fn blank_request_prompt(body: &mut Map<String, Value>) {
         tools.iter_mut().for_each(blank_descriptions);
     }
     blank_summarization_prompt(body);
+    for v in body.values_mut() {
+        blank_summary_framing(v);
+    }
 }
 
-/// A summarization request (compaction, branch summary) is the only kind sent without tools and
-/// with a single user message; its text is our own compaction prompt wrapped around a
-/// serialization of the conversation.
+/// The framing around compaction and branch summaries in later requests is prompt text, ours to
+/// word (Pi's and ours both map to the same placeholder; the summary itself is compared).
+const SUMMARY_FRAMINGS: &[(&str, &str)] = &[
+    (
+        "The conversation history before this point was compacted into the following summary:\n\n",
+        "<compaction-summary-framing>",
+    ),
+    (
+        "Earlier parts of this conversation were condensed into the summary below.\n\n",
+        "<compaction-summary-framing>",
+    ),
+    (
+        "The following is a summary of a branch that this conversation came back from:\n\n",
+        "<branch-summary-framing>",
+    ),
+    (
+        "The conversation returned here from another branch, summarized below.\n\n",
+        "<branch-summary-framing>",
+    ),
+];
+
+fn blank_summary_framing(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            for (text, placeholder) in SUMMARY_FRAMINGS {
+                if let Some(rest) = s.strip_prefix(text) {
+                    *s = format!("{placeholder}{rest}");
+                    break;
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(blank_summary_framing),
+        Value::Object(map) => map.values_mut().for_each(blank_summary_framing),
+        _ => {}
+    }
+}
+
+/// The text of a summarization request (see [`crate::summarization`]) is our own compaction
+/// prompt wrapped around a serialization of the conversation.
 fn blank_summarization_prompt(body: &mut Map<String, Value>) {
-    if body.contains_key("tools") {
+    if !crate::summarization::is_summarization_request(&Value::Object(body.clone())) {
         return;
     }
     let Some(Value::Array(messages)) = body.get_mut("messages") else {
@@ -412,7 +451,7 @@ mod tests {
             json!({"model": "m", "messages": [{"role": "system", "content": "<system-prompt>"}, {"role": "user", "content": "hi"}],
                 "tools": [{"type": "function", "function": {"name": "read", "description": "<description>"}}]})
         );
-        let body = norm.request_body(&json!({"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "<conversation>..."}]}]}));
+        let body = norm.request_body(&json!({"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "<conversation>\n..."}]}]}));
         assert_eq!(
             body,
             json!({"model": "m", "messages": [{"role": "system", "content": "<system-prompt>"}, {"role": "user", "content": [{"type": "text", "text": "<summarization-prompt>"}]}]})

@@ -76,14 +76,26 @@ fn with_port(v: &Value, port: u16) -> Value {
     }
 }
 
+/// `/tmp` where it exists (whatever `TMPDIR` says), else the system temp dir.
+fn temp_base() -> PathBuf {
+    let tmp = Path::new("/tmp");
+    if cfg!(unix) && tmp.is_dir() {
+        tmp.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 impl Sandbox {
     pub fn create(keep: bool) -> Result<Sandbox, String> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let root = std::env::temp_dir().join(format!(
-            "pi-conformance-{}-{}-{nanos}",
+        // Token estimates (compaction results, context usage) count the cwd in the system
+        // prompt, so the root has the same length in every run and on every machine.
+        let root = temp_base().join(format!(
+            "pi-conformance-{:010}-{:06}-{nanos:09}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::SeqCst)
         ));

@@ -91,8 +91,9 @@ impl RecordedRequest {
 /// With `progress` (a counter the test bumps for every record the client writes), the mock
 /// streams in lock-step: after the response head and after each event the client must answer
 /// with a record, it waits until the counter moves (at most `pace_timeout`). Snapshots such as
-/// the usage inside `message_update` then do not depend on how fast the client reads. Requests
-/// without `tools` (summarization calls, which produce no records) are not paced. Without
+/// the usage inside `message_update` then do not depend on how fast the client reads.
+/// Summarization requests (see [`crate::summarization`]), which produce no records, are not
+/// paced. Without
 /// `progress`, fixed pauses approximate the same.
 #[derive(Debug, Clone)]
 pub struct MockConfig {
@@ -255,7 +256,7 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
         Ok(v) => v,
         Err(_) => Value::String(String::from_utf8_lossy(&req.body).into_owned()),
     };
-    let has_tools = body.get("tools").is_some();
+    let summarization = crate::summarization::is_summarization_request(&body);
     let model = body
         .get("model")
         .and_then(Value::as_str)
@@ -350,7 +351,7 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
     ];
     headers.append(&mut extra);
     let config = &state.config;
-    let pace = config.progress.is_some() && has_tools && reply.raw_sse.is_empty();
+    let pace = config.progress.is_some() && !summarization && reply.raw_sse.is_empty();
     let progress = if pace { config.progress.clone() } else { None };
     let before = progress_now(&progress);
     http::write_chunked_head(&mut wr, 200, &headers).await?;

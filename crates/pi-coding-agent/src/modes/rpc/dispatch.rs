@@ -120,12 +120,6 @@ fn raw(json: Result<String, String>) -> Outcome<Box<RawValue>> {
     }
 }
 
-fn not_yet(name: &str) -> Outcome<Value> {
-    Outcome::Error(format!(
-        "Command \"{name}\" is not implemented yet in this build of pi"
-    ))
-}
-
 async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runtime) {
     let name = command.type_name();
     let outcome: Outcome<Value> = match command {
@@ -267,7 +261,12 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             Ok(()) => Outcome::Data(json!({"cancelled": false})),
             Err(e) => Outcome::Error(e),
         },
-        RpcCommand::Compact { .. } => not_yet(name),
+        RpcCommand::Compact {
+            custom_instructions,
+        } => match rt.compact(custom_instructions).await {
+            Ok(result) => to_value(&result),
+            Err(e) => Outcome::Error(e),
+        },
     };
     respond(out, id, name, outcome).await;
 }

@@ -1,0 +1,277 @@
+//! One agent process in RPC mode: a hermetic sandbox, the child with piped stdio, a reader
+//! thread that timestamps every stdout record the moment it is read, and `/proc` figures.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use pi_test_support::conformance::sandbox::{Sandbox, default_models};
+
+/// Which agent a run starts.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `ours` or `ref`.
+    pub key: &'static str,
+    pub program: PathBuf,
+    /// `PATH` of the child (the reference needs node, rg and fd on it).
+    pub path_env: String,
+    /// `TMPDIR` shared by all runs of this target: Pi 1.6.0 calls `enableCompileCache()`, which
+    /// keeps V8's code cache in `$TMPDIR/node-compile-cache`, as on a user's machine.
+    pub tmpdir: PathBuf,
+    /// Extra environment (the relay floor uses it to find the mock).
+    pub env: Vec<(String, String)>,
+}
+
+/// A stdout record and the instant the reader thread got it.
+#[derive(Debug)]
+pub struct Line {
+    pub at: Instant,
+    pub text: String,
+}
+
+pub struct Agent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Line>,
+    pub pid: u32,
+    pub spawned_at: Instant,
+    stderr_path: PathBuf,
+}
+
+pub type Res<T> = Result<T, String>;
+
+/// A fresh sandbox (home/, agent/, work/, tmp/ under the system temp dir, removed on drop)
+/// with the two mock providers of the spec in `agent/models.json`.
+pub fn sandbox(mock_port: u16) -> Res<Sandbox> {
+    let sb = Sandbox::create(false)?;
+    let models = default_models(mock_port);
+    std::fs::write(sb.agent.join("models.json"), models.to_string()).map_err(|e| e.to_string())?;
+    Ok(sb)
+}
+
+impl Agent {
+    /// Starts `<target> --mode rpc <args>` in `cwd` with a cleared environment.
+    pub fn spawn(target: &Target, sb: &Sandbox, cwd: &Path, args: &[&str]) -> Res<Agent> {
+        let stderr_path = sb.root.join("stderr.log");
+        let stderr = std::fs::File::create(&stderr_path).map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(&target.program);
+        cmd.arg("--mode")
+            .arg("rpc")
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", &target.path_env)
+            .env("HOME", &sb.home)
+            .env("PI_CODING_AGENT_DIR", &sb.agent)
+            .env("PI_OFFLINE", "1")
+            .env("TMPDIR", &target.tmpdir)
+            .envs(target.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr));
+        let spawned_at = Instant::now();
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", target.program.display()))?;
+        let pid = child.id();
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let stdin = child.stdin.take();
+        let (tx, rx) = channel();
+        std::thread::Builder::new()
+            .name(format!("stdout-{pid}"))
+            .spawn(move || {
+                let mut reader = BufReader::with_capacity(1 << 16, stdout);
+                let mut buf = Vec::with_capacity(1 << 12);
+                loop {
+                    buf.clear();
+                    match reader.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {
+                            let at = Instant::now();
+                            if buf.last() == Some(&b'\n') {
+                                buf.pop();
+                            }
+                            let text = match String::from_utf8(std::mem::take(&mut buf)) {
+                                Ok(s) => s,
+                                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                            };
+                            if tx.send(Line { at, text }).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Agent {
+            child,
+            stdin,
+            lines: rx,
+            pid,
+            spawned_at,
+            stderr_path,
+        })
+    }
+
+    /// Writes one command line.
+    pub fn send(&mut self, json: &str) -> Res<()> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        let mut line = String::with_capacity(json.len() + 1);
+        line.push_str(json);
+        line.push('\n');
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("write to agent: {e}"))
+    }
+
+    /// The next record, or an error after `timeout` (or when stdout closed).
+    pub fn next(&self, timeout: Duration) -> Res<Line> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(l) => Ok(l),
+            Err(RecvTimeoutError::Timeout) => Err(format!(
+                "timed out after {:?} waiting for output{}",
+                timeout,
+                self.stderr_tail()
+            )),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(format!("agent closed stdout{}", self.stderr_tail()))
+            }
+        }
+    }
+
+    /// Skips records until one satisfies `pred`.
+    pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&str) -> bool) -> Res<Line> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.next(left)?;
+            if pred(&line.text) {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// Waits for the response to the command with `id`; an error if `success` is false.
+    pub fn response(&self, id: &str, timeout: Duration) -> Res<Line> {
+        let needle = format!("\"id\":\"{id}\"");
+        let line = self.wait_for(timeout, |t| {
+            t.starts_with('{') && t.contains("\"type\":\"response\"") && t.contains(&needle)
+        })?;
+        if line.text.contains("\"success\":false") {
+            let head: String = line.text.chars().take(300).collect();
+            return Err(format!("command {id} failed: {head}"));
+        }
+        Ok(line)
+    }
+
+    /// Resident set of the process and all its descendants, in KiB.
+    pub fn tree_rss_kib(&self) -> u64 {
+        descendants(self.pid)
+            .into_iter()
+            .chain([self.pid])
+            .filter_map(|p| status_kib(p, "VmRSS:"))
+            .sum()
+    }
+
+    /// Peak resident set of the process (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        status_kib(self.pid, "VmHWM:")
+    }
+
+    /// Context switches (voluntary + involuntary) of all threads of the process so far.
+    pub fn context_switches(&self) -> u64 {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
+            return 0;
+        };
+        tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+            .flat_map(|text| {
+                text.lines()
+                    .filter(|l| l.contains("ctxt_switches:"))
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    }
+
+    fn stderr_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(5).collect();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            let mut t: Vec<&str> = tail;
+            t.reverse();
+            format!(" (stderr: {})", t.join(" | "))
+        }
+    }
+
+    /// Closes stdin (Pi exits on EOF), waits up to 5 s, then kills the child by its PID.
+    pub fn stop(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                _ => break,
+            }
+        }
+        // `Child::kill` signals exactly this PID.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `/proc/<pid>/status` field in KiB.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// Every process whose ancestry leads to `root`.
+fn descendants(root: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut parent_of = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may contain spaces and parentheses.
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        if let Some(ppid) = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok())
+        {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (child, _) in parent_of.iter().filter(|(_, pp)| *pp == p) {
+            out.push(*child);
+            frontier.push(*child);
+        }
+    }
+    out
+}

@@ -1,0 +1,714 @@
+//! The measurements. Every figure runs the targets in alternation (the order flips each round),
+//! discards a warm-up round, and stops after `reps` rounds or when its time budget is spent
+//! (after at least three measured rounds).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc::channel;
+use std::time::{Duration, Instant};
+
+use pi_test_support::mock::Reply;
+use pi_test_support::mock::script::{Chunks, Step, tool_call};
+use serde_json::json;
+
+use crate::agent::{Agent, Res, Target, sandbox};
+use crate::stats::percentile;
+use pi_bench::datagen;
+use pi_bench::mock::{Event, Mock, render};
+
+pub struct Ctx {
+    pub ours: Target,
+    pub reference: Target,
+    pub mock: Mock,
+    pub data: PathBuf,
+    pub rg: PathBuf,
+    /// Multiplies every figure's round count (`--quick` uses less than 1).
+    pub scale: f64,
+}
+
+const MODEL_ARGS: [&str; 4] = ["--provider", "mock-openai", "--model", "mock-gpt"];
+const ALL_TOOLS: &str = "read,bash,edit,write,grep,find,ls";
+
+/// Samples of one side, plus why runs failed.
+#[derive(Debug)]
+pub struct Side<T> {
+    pub samples: Vec<T>,
+    pub errors: Vec<String>,
+}
+
+impl<T> Default for Side<T> {
+    fn default() -> Self {
+        Side {
+            samples: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl<T> Side<T> {
+    pub fn note(&self) -> Option<String> {
+        if self.errors.is_empty() {
+            return None;
+        }
+        let mut first = self.errors[0].clone();
+        if first.len() > 160 {
+            let cut = (0..=160)
+                .rev()
+                .find(|i| first.is_char_boundary(*i))
+                .unwrap_or(0);
+            first.truncate(cut);
+            first.push('…');
+        }
+        Some(format!("{} failed run(s): {first}", self.errors.len()))
+    }
+}
+
+/// Set by `--skip-reference` (profiling our binary alone): runs of the reference are skipped.
+pub static SKIP_REFERENCE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f` for each target in alternation. Round 0 is a warm-up and is discarded. A target
+/// whose warm-up and first two measured rounds all fail is not tried again.
+fn alternate<T>(
+    what: &str,
+    targets: &[&Target],
+    rounds: usize,
+    budget: Duration,
+    mut f: impl FnMut(&Target) -> Res<T>,
+) -> Vec<Side<T>> {
+    let mut sides: Vec<Side<T>> = targets.iter().map(|_| Side::default()).collect();
+    let mut failures = vec![0usize; targets.len()];
+    let start = Instant::now();
+    for round in 0..=rounds {
+        let mut order: Vec<usize> = (0..targets.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            if failures[i] >= 3 && sides[i].samples.is_empty() {
+                continue;
+            }
+            if targets[i].key == "ref" && SKIP_REFERENCE.load(std::sync::atomic::Ordering::Relaxed)
+            {
+                continue;
+            }
+            let t0 = Instant::now();
+            let r = f(targets[i]);
+            eprintln!(
+                "  {what}: {} round {round}{} {} ({:.1} s)",
+                targets[i].key,
+                if round == 0 { " (warm-up)" } else { "" },
+                if r.is_ok() { "ok" } else { "FAILED" },
+                t0.elapsed().as_secs_f64()
+            );
+            match r {
+                Ok(v) if round > 0 => sides[i].samples.push(v),
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("    {e}");
+                    failures[i] += 1;
+                    sides[i].errors.push(e);
+                }
+            }
+        }
+        if round >= 3 && start.elapsed() > budget {
+            eprintln!("  {what}: time budget spent after {round} rounds");
+            break;
+        }
+    }
+    sides
+}
+
+fn rounds(ctx: &Ctx, n: usize) -> usize {
+    ((n as f64 * ctx.scale).round() as usize).max(3)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+// ---------------------------------------------------------------------------------------------
+// ready + idle RSS
+
+#[derive(Debug, Clone, Copy)]
+pub struct Ready {
+    pub ready_ms: f64,
+    pub idle_rss_mib: f64,
+}
+
+/// Spawn `pi --mode rpc --no-session` in a fresh agent dir and time the first `get_state`
+/// response (the command is written right after the spawn). Then the process tree's RSS after
+/// 500 ms idle.
+pub fn ready(ctx: &Ctx) -> Vec<Side<Ready>> {
+    let targets = [&ctx.ours, &ctx.reference];
+    alternate(
+        "ready",
+        &targets,
+        rounds(ctx, 20),
+        Duration::from_secs(90),
+        |t| {
+            let sb = sandbox(ctx.mock.port)?;
+            let mut args = vec!["--no-session"];
+            args.extend(MODEL_ARGS);
+            let mut agent = Agent::spawn(t, &sb, &sb.work, &args)?;
+            let r = (|| {
+                agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
+                let line = agent.response("ready", Duration::from_secs(30))?;
+                let ready_ms = ms(line.at - agent.spawned_at);
+                std::thread::sleep(Duration::from_millis(500));
+                let idle_rss_mib = agent.tree_rss_kib() as f64 / 1024.0;
+                Ok(Ready {
+                    ready_ms,
+                    idle_rss_mib,
+                })
+            })();
+            agent.stop();
+            r
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// stream relay
+
+pub const FLOOD_DELTAS: usize = 20_000;
+pub const LOCKSTEP_DELTAS: usize = 2_000;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Stream {
+    pub records_per_s: f64,
+    pub flood_p50_us: f64,
+    pub lock_p50_us: f64,
+    pub lock_p99_us: f64,
+}
+
+fn text_reply(deltas: usize) -> Reply {
+    let pieces: Vec<String> = (0..deltas).map(|i| format!("w{} ", i % 1000)).collect();
+    Reply::stream(vec![Step::Text(Chunks::Many(pieces))])
+}
+
+fn is_text_delta(line: &str) -> bool {
+    line.starts_with("{\"type\":\"message_update\"") && line.contains("\"type\":\"text_delta\"")
+}
+
+fn is_settled(line: &str) -> bool {
+    line.starts_with("{\"type\":\"agent_settled\"")
+}
+
+/// The mock streams [`FLOOD_DELTAS`] text deltas as fast as the socket takes them; records/s is
+/// deltas / (last text_delta record read − first chunk written). Then a lock-step stream of
+/// [`LOCKSTEP_DELTAS`]: each delta is written only after the previous one's record was read, so
+/// record-read − chunk-write is the added latency without queueing.
+///
+/// A third target, the relay floor (`pi-bench` itself in [`crate::relay`] mode: one thread,
+/// blocking reads, one line written per SSE event), shows what this machine and this
+/// measurement allow at best.
+pub fn stream(ctx: &Ctx) -> Vec<Side<Stream>> {
+    let flood = Arc::new(render(&text_reply(FLOOD_DELTAS), 1));
+    let lock = Arc::new(render(&text_reply(LOCKSTEP_DELTAS), 2));
+    let floor = Target {
+        key: "floor",
+        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench")),
+        path_env: String::new(),
+        tmpdir: ctx.ours.tmpdir.clone(),
+        env: vec![(
+            crate::relay::PORT_ENV.to_string(),
+            ctx.mock.port.to_string(),
+        )],
+    };
+    let targets = [&ctx.ours, &ctx.reference, &floor];
+    alternate(
+        "stream relay",
+        &targets,
+        rounds(ctx, 5),
+        Duration::from_secs(150),
+        |t| {
+            ctx.mock.reset();
+            let sb = sandbox(ctx.mock.port)?;
+            let mut args = vec!["--no-session"];
+            args.extend(MODEL_ARGS);
+            let mut agent = Agent::spawn(t, &sb, &sb.work, &args)?;
+            let r = stream_run(ctx, &mut agent, flood.clone(), lock.clone());
+            agent.stop();
+            r
+        },
+    )
+}
+
+fn stream_run(
+    ctx: &Ctx,
+    agent: &mut Agent,
+    flood: Arc<Vec<Event>>,
+    lock: Arc<Vec<Event>>,
+) -> Res<Stream> {
+    agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
+    agent.response("ready", Duration::from_secs(30))?;
+
+    // Flood.
+    let (wtx, wrx) = channel();
+    ctx.mock.push(Box::new(move |r, _| {
+        r.head()?;
+        let mut shown = Vec::with_capacity(flood.len());
+        for ev in flood.iter() {
+            let t = r.chunk(ev.bytes.as_bytes())?;
+            if ev.shown {
+                shown.push(t);
+            }
+        }
+        r.finish()?;
+        let _ = wtx.send(shown);
+        Ok(())
+    }));
+    let switches_before = agent.context_switches();
+    agent.send(r#"{"id":"p1","type":"prompt","message":"stream"}"#)?;
+    let mut reads = Vec::with_capacity(FLOOD_DELTAS);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
+        if is_text_delta(&line.text) {
+            reads.push(line.at);
+        } else if is_settled(&line.text) {
+            break;
+        }
+    }
+    let writes = wrx
+        .recv_timeout(Duration::from_secs(5))
+        .map_err(|_| "the mock did not finish the flood stream".to_string())?;
+    if reads.len() != FLOOD_DELTAS || writes.len() < FLOOD_DELTAS {
+        return Err(format!(
+            "flood: {} text_delta records for {FLOOD_DELTAS} deltas ({} written)",
+            reads.len(),
+            writes.len()
+        ));
+    }
+    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "    {}: {:.2} context switches per delta during the flood",
+            agent.pid,
+            (agent.context_switches() - switches_before) as f64 / FLOOD_DELTAS as f64
+        );
+    }
+    let span = reads[FLOOD_DELTAS - 1].saturating_duration_since(writes[0]);
+    let records_per_s = FLOOD_DELTAS as f64 / span.as_secs_f64();
+    let flood_lat: Vec<f64> = (0..FLOOD_DELTAS)
+        .map(|i| reads[i].saturating_duration_since(writes[i]).as_secs_f64() * 1e6)
+        .collect();
+
+    // Lock-step.
+    let (wtx, wrx) = channel();
+    let (gtx, grx) = channel::<()>();
+    ctx.mock.push(Box::new(move |r, _| {
+        r.head()?;
+        let mut n = 0;
+        for ev in lock.iter() {
+            let t = r.chunk(ev.bytes.as_bytes())?;
+            if ev.shown && n < LOCKSTEP_DELTAS {
+                n += 1;
+                let _ = wtx.send(t);
+                if grx.recv_timeout(Duration::from_secs(10)).is_err() {
+                    break;
+                }
+            }
+        }
+        r.finish()?;
+        Ok(())
+    }));
+    agent.send(r#"{"id":"p2","type":"prompt","message":"lock-step"}"#)?;
+    let mut lat = Vec::with_capacity(LOCKSTEP_DELTAS);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
+        if is_text_delta(&line.text) {
+            let w = wrx
+                .recv_timeout(Duration::from_secs(1))
+                .map_err(|_| "lock-step: a record without a written delta".to_string())?;
+            lat.push(line.at.saturating_duration_since(w).as_secs_f64() * 1e6);
+            let _ = gtx.send(());
+        } else if is_settled(&line.text) {
+            break;
+        }
+    }
+    if lat.len() != LOCKSTEP_DELTAS {
+        return Err(format!(
+            "lock-step: {} text_delta records for {LOCKSTEP_DELTAS} deltas",
+            lat.len()
+        ));
+    }
+    Ok(Stream {
+        records_per_s,
+        flood_p50_us: percentile(&flood_lat, 50.0),
+        lock_p50_us: percentile(&lat, 50.0),
+        lock_p99_us: percentile(&lat, 99.0),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// tool turn and grep turn
+
+/// One agent process, two prompts, each answered by a tool-call message (`calls`, ids made
+/// unique per turn) and then a text. The first turn warms up; the figure is the second turn's
+/// time from the end of the tool-call response body to the next request's arrival. Returns it
+/// and the text of every `tool_execution_end` record of the measured turn.
+fn tool_turn_run(
+    ctx: &Ctx,
+    t: &Target,
+    cwd: &Path,
+    calls: &dyn Fn(usize) -> Vec<Step>,
+) -> Res<(f64, Vec<String>)> {
+    ctx.mock.reset();
+    let sb = sandbox(ctx.mock.port)?;
+    let mut args = vec!["--no-session"];
+    args.extend(MODEL_ARGS);
+    args.extend(["--tools", ALL_TOOLS]);
+    let mut agent = Agent::spawn(t, &sb, cwd, &args)?;
+    let r = (|| {
+        agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
+        agent.response("ready", Duration::from_secs(30))?;
+        let (etx, erx) = channel();
+        for turn in 0..2 {
+            let reply = Reply::stream(calls(turn));
+            let etx = etx.clone();
+            let n = 2 * turn + 1;
+            ctx.mock.push(Box::new(move |r, _| {
+                let end = r.reply(&reply, n)?;
+                let _ = etx.send(end);
+                Ok(())
+            }));
+            ctx.mock.push(Box::new(move |r, _| {
+                r.reply(&Reply::text("done"), n + 1).map(|_| ())
+            }));
+        }
+        let mut ends = Vec::new();
+        let mut results = Vec::new();
+        for turn in 0..2 {
+            agent.send(&format!(
+                r#"{{"id":"t{turn}","type":"prompt","message":"run the tools"}}"#
+            ))?;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
+                if turn == 1 && line.text.starts_with("{\"type\":\"tool_execution_end\"") {
+                    results.push(line.text);
+                } else if is_settled(&line.text) {
+                    break;
+                }
+            }
+            ends.push(
+                erx.recv_timeout(Duration::from_secs(1))
+                    .map_err(|_| "the mock sent no tool-call message".to_string())?,
+            );
+        }
+        let mut arrivals = Vec::new();
+        for _ in 0..4 {
+            arrivals.push(ctx.mock.arrival(Duration::from_secs(1))?.2);
+        }
+        Ok((ms(arrivals[3].saturating_duration_since(ends[1])), results))
+    })();
+    agent.stop();
+    r
+}
+
+/// The 8 parallel calls of the tool turn.
+fn eight_calls(turn: usize) -> Vec<Step> {
+    let id = |i: usize| format!("call_{turn}_{i}");
+    vec![
+        tool_call(&id(0), "read", json!({"path": "src/core/engine.rs"})),
+        tool_call(
+            &id(1),
+            "read",
+            json!({"path": "README.md", "offset": 1, "limit": 200}),
+        ),
+        tool_call(
+            &id(2),
+            "grep",
+            json!({"pattern": "fn handle_\\w+_state", "path": "src"}),
+        ),
+        tool_call(
+            &id(3),
+            "grep",
+            json!({"pattern": "TODO", "literal": true, "glob": "*.rs", "context": 1}),
+        ),
+        tool_call(&id(4), "find", json!({"pattern": "*.rs"})),
+        tool_call(&id(5), "ls", json!({"path": "src"})),
+        // Cheap commands, as agents mostly run: the figure is about the agent, not coreutils.
+        tool_call(
+            &id(6),
+            "bash",
+            json!({"command": "ls -la src | head -n 30"}),
+        ),
+        tool_call(
+            &id(7),
+            "bash",
+            json!({"command": "wc -l src/core/engine.rs README.md"}),
+        ),
+    ]
+}
+
+fn errors_in(results: &[String]) -> usize {
+    results
+        .iter()
+        .filter(|r| r.contains("\"isError\":true"))
+        .count()
+}
+
+pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<f64>>> {
+    let tree = datagen::tool_tree(&ctx.data)?;
+    let targets = [&ctx.ours, &ctx.reference];
+    Ok(alternate(
+        "tool turn",
+        &targets,
+        rounds(ctx, 10),
+        Duration::from_secs(120),
+        |t| {
+            let (ms, results) = tool_turn_run(ctx, t, &tree, &eight_calls)?;
+            if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
+                for r in &results {
+                    let v: serde_json::Value = serde_json::from_str(r).unwrap_or_default();
+                    eprintln!(
+                        "    {} {}: durationMs {} ({} bytes)",
+                        t.key,
+                        v["toolName"],
+                        v["durationMs"],
+                        r.len()
+                    );
+                }
+            }
+            if results.len() != 8 || errors_in(&results) > 0 {
+                return Err(format!(
+                    "{} tool results, {} errors",
+                    results.len(),
+                    errors_in(&results)
+                ));
+            }
+            Ok(ms)
+        },
+    ))
+}
+
+pub struct Grep {
+    pub rg: Side<f64>,
+    pub agents: Vec<Side<f64>>,
+}
+
+/// `rg` as Pi runs it (same flags, in the tree, stdout drained), spawn to exit.
+fn rg_once(rg: &Path, tree: &Path) -> Res<f64> {
+    let t0 = Instant::now();
+    let out = Command::new(rg)
+        .args([
+            "--no-config",
+            "--json",
+            "--line-number",
+            "--color=never",
+            "--hidden",
+            "--",
+            datagen::GREP_NEEDLE,
+            ".",
+        ])
+        .current_dir(tree)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("rg: {e}"))?;
+    let elapsed = ms(t0.elapsed());
+    let matches = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"match\""))
+        .count();
+    if matches != datagen::GREP_NEEDLE_FILES {
+        return Err(format!("rg found {matches} matches"));
+    }
+    Ok(elapsed)
+}
+
+/// The grep tool over the 100,000-file tree (one call, the second turn of a process), against
+/// `rg` run directly with Pi's flags.
+pub fn grep(ctx: &Ctx) -> Res<Grep> {
+    let tree = datagen::grep_tree(&ctx.data)?;
+    let calls = |turn: usize| {
+        vec![tool_call(
+            &format!("call_{turn}"),
+            "grep",
+            json!({"pattern": datagen::GREP_NEEDLE}),
+        )]
+    };
+    let rg_target = Target {
+        key: "rg",
+        program: ctx.rg.clone(),
+        path_env: String::new(),
+        tmpdir: PathBuf::new(),
+        env: Vec::new(),
+    };
+    let targets = [&rg_target, &ctx.ours, &ctx.reference];
+    let mut sides = alternate(
+        "grep",
+        &targets,
+        rounds(ctx, 10),
+        Duration::from_secs(120),
+        |t| {
+            if t.key == "rg" {
+                return rg_once(&ctx.rg, &tree);
+            }
+            let (ms, results) = tool_turn_run(ctx, t, &tree, &calls)?;
+            let found = results
+                .first()
+                .map_or(0, |r| r.matches(datagen::GREP_NEEDLE).count());
+            if found != datagen::GREP_NEEDLE_FILES || errors_in(&results) > 0 {
+                return Err(format!("grep tool result shows {found} matches"));
+            }
+            Ok(ms)
+        },
+    );
+    let rg = sides.remove(0);
+    Ok(Grep { rg, agents: sides })
+}
+
+// ---------------------------------------------------------------------------------------------
+// session open
+
+#[derive(Debug, Clone)]
+pub struct Open {
+    /// Start (spawn, or sending `switch_session`) → `get_messages` response.
+    pub messages_ms: f64,
+    /// `get_messages` response → `get_tree` response, or why `get_tree` failed.
+    pub tree_ms: Result<f64, String>,
+    /// VmHWM once both answered.
+    pub peak_rss_mib: f64,
+}
+
+pub struct Sessions {
+    pub data: datagen::SessionData,
+    /// `--session <file>`: spawn, `get_messages` and `get_tree` written at once.
+    pub startup: Vec<Side<Open>>,
+    /// From ready: `switch_session`, then `get_messages`, then `get_tree`.
+    pub switch: Vec<Side<Open>>,
+}
+
+fn expect_big(line: &crate::agent::Line, what: &str, min: usize) -> Res<()> {
+    if line.text.len() < min {
+        return Err(format!(
+            "{what} response has only {} bytes: {}",
+            line.text.len(),
+            line.text.chars().take(200).collect::<String>()
+        ));
+    }
+    Ok(())
+}
+
+/// Waits for the `get_tree` response (id `t`); its time counts from the `get_messages` one.
+fn tree_time(
+    agent: &Agent,
+    messages: &crate::agent::Line,
+    min: usize,
+    timeout: Duration,
+) -> Result<f64, String> {
+    let tr = agent.response("t", timeout)?;
+    expect_big(&tr, "get_tree", min)?;
+    Ok(ms(tr.at.saturating_duration_since(messages.at)))
+}
+
+pub fn session_open(ctx: &Ctx) -> Res<Sessions> {
+    let data = datagen::session(&ctx.data)?;
+    // The messages alone are most of the file; a response far smaller means nothing loaded.
+    let min = (data.bytes / 2) as usize;
+    let targets = [&ctx.ours, &ctx.reference];
+    let copy = |sb: &pi_test_support::conformance::sandbox::Sandbox| -> Res<PathBuf> {
+        let dst = sb.root.join("session.jsonl");
+        std::fs::copy(&data.file, &dst).map_err(|e| e.to_string())?;
+        Ok(dst)
+    };
+    let timeout = Duration::from_secs(120);
+    let startup = alternate(
+        "session open (--session)",
+        &targets,
+        rounds(ctx, 5),
+        Duration::from_secs(240),
+        |t| {
+            let sb = sandbox(ctx.mock.port)?;
+            let file = copy(&sb)?;
+            let file = file.display().to_string();
+            let mut agent = Agent::spawn(t, &sb, &data.cwd, &["--session", &file])?;
+            let r = (|| {
+                agent.send(r#"{"id":"m","type":"get_messages"}"#)?;
+                agent.send(r#"{"id":"t","type":"get_tree"}"#)?;
+                let m = agent.response("m", timeout)?;
+                expect_big(&m, "get_messages", min)?;
+                let tree = tree_time(&agent, &m, min, timeout);
+                Ok(Open {
+                    messages_ms: ms(m.at - agent.spawned_at),
+                    tree_ms: tree,
+                    peak_rss_mib: agent.peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+                })
+            })();
+            agent.stop();
+            r
+        },
+    );
+    let switch = alternate(
+        "session open (switch_session)",
+        &targets,
+        rounds(ctx, 5),
+        Duration::from_secs(240),
+        |t| {
+            let sb = sandbox(ctx.mock.port)?;
+            let file = copy(&sb)?;
+            let mut args = vec![];
+            args.extend(MODEL_ARGS);
+            let mut agent = Agent::spawn(t, &sb, &data.cwd, &args)?;
+            let r = (|| {
+                agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
+                agent.response("ready", Duration::from_secs(30))?;
+                let t0 = Instant::now();
+                agent.send(
+                    &json!({"id": "s", "type": "switch_session", "sessionPath": file}).to_string(),
+                )?;
+                agent.response("s", timeout)?;
+                agent.send(r#"{"id":"m","type":"get_messages"}"#)?;
+                let m = agent.response("m", timeout)?;
+                expect_big(&m, "get_messages", min)?;
+                agent.send(r#"{"id":"t","type":"get_tree"}"#)?;
+                let tree = tree_time(&agent, &m, min, timeout);
+                Ok(Open {
+                    messages_ms: ms(m.at - t0),
+                    tree_ms: tree,
+                    peak_rss_mib: agent.peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+                })
+            })();
+            agent.stop();
+            r
+        },
+    );
+    Ok(Sessions {
+        data,
+        startup,
+        switch,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// sizes
+
+/// Bytes of all regular files under `dir` (symlinks not followed, except `dir` itself).
+pub fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(dir) = dir.canonicalize() else {
+        return 0;
+    };
+    let mut total = 0;
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() {
+                total += m.len();
+            }
+        }
+    }
+    total
+}

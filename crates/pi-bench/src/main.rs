@@ -1,0 +1,515 @@
+//! `pi-bench`: our `pi` side by side with Pi 1.6.0 on the same machine. Normally started by
+//! `bench/run`, which installs the reference and builds both binaries; see `bench/README.md`.
+//!
+//! ```text
+//! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
+//!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
+//!          [--data target/pi-bench] [--only ready,stream,tool,session,grep] [--quick] [--out FILE]
+//! ```
+//!
+//! Everything runs on 127.0.0.1; the mock LLM runs inside this process so that chunk writes and
+//! record reads share one clock; every child is ended by its PID (stdin closed first, then
+//! SIGKILL after 5 s).
+
+mod agent;
+mod figures;
+mod relay;
+mod stats;
+
+use pi_bench::mock;
+
+use std::path::{Path, PathBuf};
+
+use agent::Target;
+use figures::{Ctx, Side};
+use stats::{Better, Row, fmt_num, summarize, table};
+
+const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
+[--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
+  LIST: comma-separated of ready,stream,tool,session,grep (default: all)";
+
+struct Cli {
+    ours: PathBuf,
+    reference: PathBuf,
+    node_bin: PathBuf,
+    tools_bin: Option<PathBuf>,
+    rg: Option<PathBuf>,
+    data: PathBuf,
+    only: Vec<String>,
+    quick: bool,
+    out: Option<PathBuf>,
+}
+
+fn parse_cli() -> Result<Cli, String> {
+    let mut args = std::env::args().skip(1);
+    let mut ours = None;
+    let mut reference = None;
+    let mut node_bin = None;
+    let mut tools_bin = None;
+    let mut rg = None;
+    let mut data = PathBuf::from("target/pi-bench");
+    let mut only = Vec::new();
+    let mut quick = false;
+    let mut out = None;
+    while let Some(a) = args.next() {
+        let mut val = || args.next().ok_or(format!("{a} needs a value\n{USAGE}"));
+        match a.as_str() {
+            "--ours" => ours = Some(PathBuf::from(val()?)),
+            "--reference" => reference = Some(PathBuf::from(val()?)),
+            "--node-bin" => node_bin = Some(PathBuf::from(val()?)),
+            "--tools-bin" => tools_bin = Some(PathBuf::from(val()?)),
+            "--rg" => rg = Some(PathBuf::from(val()?)),
+            "--data" => data = PathBuf::from(val()?),
+            "--only" => only = val()?.split(',').map(str::to_string).collect(),
+            "--quick" => quick = true,
+            "--skip-reference" => {
+                figures::SKIP_REFERENCE.store(true, std::sync::atomic::Ordering::Relaxed)
+            }
+            "--out" => out = Some(PathBuf::from(val()?)),
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    Ok(Cli {
+        ours: ours.ok_or(USAGE)?,
+        reference: reference.ok_or(USAGE)?,
+        node_bin: node_bin.ok_or(USAGE)?,
+        tools_bin,
+        rg,
+        data,
+        only,
+        quick,
+        out,
+    })
+}
+
+fn abs(p: &Path) -> Result<PathBuf, String> {
+    p.canonicalize()
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn which(name: &str, path: &str) -> Option<PathBuf> {
+    path.split(':')
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// `nproc`, CPU model, RAM and load average, for the report.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    format!(
+        "{cpus} CPUs ({model}), {:.1} GiB RAM, load average {}",
+        mem_kib as f64 / 1024.0 / 1024.0,
+        load()
+    )
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// (busy, total) jiffies of all CPUs from /proc/stat.
+fn cpu_jiffies() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let Some(line) = text.lines().next() else {
+        return (0, 0);
+    };
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().sum();
+    // idle + iowait
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// Waits (at most `max`) until the machine was ≥ 90% idle for a whole second; returns the
+/// busy share of the last second.
+fn wait_quiet(max: std::time::Duration) -> f64 {
+    let start = std::time::Instant::now();
+    loop {
+        let (b0, t0) = cpu_jiffies();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let (b1, t1) = cpu_jiffies();
+        let busy = if t1 > t0 {
+            (b1 - b0) as f64 / (t1 - t0) as f64
+        } else {
+            0.0
+        };
+        if busy <= 0.10 || start.elapsed() >= max {
+            return busy;
+        }
+    }
+}
+
+fn col<T: Copy>(side: &Side<T>, f: impl Fn(T) -> f64) -> Vec<f64> {
+    side.samples.iter().map(|s| f(*s)).collect()
+}
+
+fn notes<T>(row: &mut Row, ours: &Side<T>, reference: Option<&Side<T>>) {
+    if let Some(n) = ours.note() {
+        row.notes.push(format!("ours: {n}"));
+    }
+    if let Some(n) = reference.and_then(Side::note) {
+        row.notes.push(format!("ref: {n}"));
+    }
+}
+
+fn main() {
+    if let Ok(port) = std::env::var(relay::PORT_ENV) {
+        relay::run(&port);
+        return;
+    }
+    let cli = match parse_cli() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(cli) {
+        eprintln!("pi-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let ours = abs(&cli.ours)?;
+    let reference = abs(&cli.reference)?;
+    let node_bin = abs(&cli.node_bin)?;
+    std::fs::create_dir_all(&cli.data).map_err(|e| e.to_string())?;
+    let data = abs(&cli.data)?;
+    let mut ref_path = format!("{}:", node_bin.display());
+    if let Some(t) = &cli.tools_bin {
+        ref_path.push_str(&format!("{}:", t.display()));
+    }
+    ref_path.push_str("/usr/local/bin:/usr/bin:/bin");
+    let rg = match cli.rg.clone() {
+        Some(p) => p,
+        None => which("rg", &ref_path).ok_or("rg not found (install ripgrep)")?,
+    };
+    let tmp_ours = data.join("tmp-ours");
+    let tmp_ref = data.join("tmp-ref");
+    for d in [&tmp_ours, &tmp_ref] {
+        std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+    }
+    let mock = mock::Mock::start().map_err(|e| format!("mock: {e}"))?;
+    let ctx = Ctx {
+        ours: Target {
+            key: "ours",
+            program: ours.clone(),
+            path_env: "/usr/local/bin:/usr/bin:/bin".into(),
+            tmpdir: tmp_ours,
+            env: Vec::new(),
+        },
+        reference: Target {
+            key: "ref",
+            program: reference.clone(),
+            path_env: ref_path,
+            tmpdir: tmp_ref,
+            env: Vec::new(),
+        },
+        mock,
+        data,
+        rg,
+        scale: if cli.quick { 0.3 } else { 1.0 },
+    };
+    let want = |name: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == name);
+    eprintln!("waiting (at most 60 s) for the machine to be ≥ 90% idle for a second");
+    let busy = wait_quiet(std::time::Duration::from_secs(60));
+    let load_before = format!(
+        "{} (CPU busy in the last second: {:.0}%)",
+        load(),
+        busy * 100.0
+    );
+    let started = std::time::Instant::now();
+    let mut rows: Vec<Row> = Vec::new();
+
+    if want("ready") {
+        eprintln!("ready + idle RSS");
+        let sides = figures::ready(&ctx);
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            "ready: spawn → first `get_state` response",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = col(o, |s| s.ready_ms);
+        row.reference = Some(col(r, |s| s.ready_ms));
+        notes(&mut row, o, Some(r));
+        if let (Some(om), Some(ratio)) = (row.ours_median(), row.ratio()) {
+            row.target = Some((
+                "≤ 5 ms and ≥ 80× faster".into(),
+                om <= 5.0 && ratio > 0.0 && 1.0 / ratio >= 80.0,
+            ));
+        }
+        rows.push(row);
+        let mut row = Row::new("idle RSS after ready (process tree)", "MiB", Better::Lower);
+        row.ours = col(o, |s| s.idle_rss_mib);
+        row.reference = Some(col(r, |s| s.idle_rss_mib));
+        if let Some(om) = row.ours_median() {
+            row.target = Some(("≤ 8 MB".into(), om * 1.048_576 <= 8.0));
+        }
+        rows.push(row);
+        // Sizes go with ready: they need no runs.
+        let ours_size = std::fs::metadata(&ours).map_or(0, |m| m.len()) as f64;
+        let node_size = which("node", &format!("{}", node_bin.display()))
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len()) as f64;
+        // <pi16>/node_modules/.bin/pi resolves into <pi16>/node_modules/@earendil-works/...
+        let modules = [reference.as_path(), cli.reference.as_path()]
+            .into_iter()
+            .find_map(|p| {
+                p.ancestors()
+                    .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            })
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let package_size = figures::tree_bytes(&modules) as f64;
+        let mib = 1024.0 * 1024.0;
+        let mut row = Row::new(
+            &format!(
+                "binary size (ours: stripped `pi`; ref: `node` {} MiB + `node_modules` {} MiB)",
+                fmt_num(node_size / mib),
+                fmt_num(package_size / mib)
+            ),
+            "MiB",
+            Better::Lower,
+        );
+        row.ours = vec![ours_size / mib];
+        row.reference = Some(vec![(node_size + package_size) / mib]);
+        row.target = Some(("≤ 15 MB".into(), ours_size <= 15e6));
+        rows.push(row);
+    }
+
+    if want("stream") {
+        eprintln!(
+            "stream relay ({} deltas flood, {} lock-step)",
+            figures::FLOOD_DELTAS,
+            figures::LOCKSTEP_DELTAS
+        );
+        let sides = figures::stream(&ctx);
+        let (o, r, floor) = (&sides[0], &sides[1], &sides[2]);
+        let mut row = Row::new(
+            &format!(
+                "stream relay: text_delta records/s ({} deltas as fast as possible)",
+                fmt_num(figures::FLOOD_DELTAS as f64)
+            ),
+            "rec/s",
+            Better::Higher,
+        );
+        row.ours = col(o, |s| s.records_per_s);
+        row.reference = Some(col(r, |s| s.records_per_s));
+        notes(&mut row, o, Some(r));
+        if let Some(ratio) = row.ratio() {
+            row.target = Some(("≥ 10× ref".into(), ratio >= 10.0));
+        }
+        rows.push(row);
+        let mut row = Row::new(
+            "stream relay: added latency p50 (chunk written → record read, lock-step)",
+            "µs",
+            Better::Lower,
+        );
+        row.ours = col(o, |s| s.lock_p50_us);
+        row.reference = Some(col(r, |s| s.lock_p50_us));
+        rows.push(row);
+        let mut row = Row::new(
+            "stream relay: added latency p99 (lock-step)",
+            "µs",
+            Better::Lower,
+        );
+        row.ours = col(o, |s| s.lock_p99_us);
+        row.reference = Some(col(r, |s| s.lock_p99_us));
+        if let Some(om) = row.ours_median() {
+            row.target = Some(("< 100 µs".into(), om < 100.0));
+        }
+        rows.push(row);
+        let mut row = Row::new(
+            "stream relay: latency p50 during the flood (includes queueing)",
+            "µs",
+            Better::Lower,
+        );
+        row.ours = col(o, |s| s.flood_p50_us);
+        row.reference = Some(col(r, |s| s.flood_p50_us));
+        rows.push(row);
+        // The calibration: what a one-thread blocking relay achieves here (ours column).
+        for (what, unit, better, f) in [
+            (
+                "records/s",
+                "rec/s",
+                Better::Higher,
+                (|s: figures::Stream| s.records_per_s) as fn(figures::Stream) -> f64,
+            ),
+            ("latency p50", "µs", Better::Lower, |s| s.lock_p50_us),
+            ("latency p99", "µs", Better::Lower, |s| s.lock_p99_us),
+        ] {
+            let mut row = Row::new(
+                &format!(
+                    "… relay floor {what} (minimal one-thread relay process, same measurement)"
+                ),
+                unit,
+                better,
+            );
+            row.ours = col(floor, f);
+            row.reference = None;
+            if let Some(n) = floor.note() {
+                row.notes.push(n);
+            }
+            rows.push(row);
+        }
+    }
+
+    if want("tool") {
+        eprintln!("tool turn (8 parallel calls)");
+        let sides = figures::tool_turn(&ctx)?;
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            "tool turn: 8 parallel calls (read×2, grep×2, find, ls, bash×2), tool-call message → next request",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
+        rows.push(row);
+    }
+
+    let mut session_note = String::new();
+    if want("session") {
+        eprintln!("session open");
+        let s = figures::session_open(&ctx)?;
+        let file_mib = s.data.bytes as f64 / 1024.0 / 1024.0;
+        session_note = format!(
+            "{} entries, {} MiB",
+            fmt_num(s.data.entries as f64),
+            fmt_num(file_mib)
+        );
+        for (label, sides) in [
+            ("`--session <file>`: spawn →", &s.startup),
+            ("`switch_session` (from ready) →", &s.switch),
+        ] {
+            let (o, r) = (&sides[0], &sides[1]);
+            let mut row = Row::new(
+                &format!("session open, {label} `get_messages` response"),
+                "ms",
+                Better::Lower,
+            );
+            row.ours = o.samples.iter().map(|x| x.messages_ms).collect();
+            row.reference = Some(r.samples.iter().map(|x| x.messages_ms).collect());
+            notes(&mut row, o, Some(r));
+            if let Some(ratio) = row.ratio() {
+                row.target = Some(("≥ 10× faster".into(), ratio > 0.0 && 1.0 / ratio >= 10.0));
+            }
+            rows.push(row);
+            let mut row = Row::new("… then `get_tree` response", "ms", Better::Lower);
+            let tree = |side: &Side<figures::Open>, row: &mut Row, who: &str| {
+                let mut ok = Vec::new();
+                let mut errs = Vec::new();
+                for x in &side.samples {
+                    match &x.tree_ms {
+                        Ok(v) => ok.push(*v),
+                        Err(e) => errs.push(e.clone()),
+                    }
+                }
+                if let Some(e) = errs.first() {
+                    let e = e
+                        .rsplit("\"error\":")
+                        .next()
+                        .unwrap_or(e)
+                        .trim_end_matches('}');
+                    row.notes.push(format!(
+                        "{who}: {} of {} failed: {e}",
+                        errs.len(),
+                        side.samples.len()
+                    ));
+                }
+                ok
+            };
+            row.ours = tree(o, &mut row, "ours");
+            row.reference = Some(tree(r, &mut row, "ref"));
+            rows.push(row);
+            let mut row = Row::new("… peak RSS (VmHWM) after both", "MiB", Better::Lower);
+            row.ours = o.samples.iter().map(|x| x.peak_rss_mib).collect();
+            row.reference = Some(r.samples.iter().map(|x| x.peak_rss_mib).collect());
+            if let Some(om) = row.ours_median() {
+                row.target = Some((
+                    format!("≤ 1.5× file ({} MiB)", fmt_num(1.5 * file_mib)),
+                    om <= 1.5 * file_mib,
+                ));
+            }
+            rows.push(row);
+        }
+    }
+
+    if want("grep") {
+        eprintln!("grep (100,000 files)");
+        let g = figures::grep(&ctx)?;
+        let (o, r) = (&g.agents[0], &g.agents[1]);
+        let rg_median = summarize(&g.rg.samples).map(|s| s.median);
+        let mut row = Row::new(
+            "grep tool, 100,000 files (tool-call message → next request)",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
+        if let (Some(om), Some(rg)) = (row.ours_median(), rg_median) {
+            row.target = Some((
+                format!("≤ 1.2× rg (ours/rg = {:.2})", om / rg),
+                om <= 1.2 * rg,
+            ));
+        }
+        rows.push(row);
+        let mut row = Row::new(
+            "… `rg` run directly with Pi's flags (spawn → exit)",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = g.rg.samples.clone();
+        row.reference = None;
+        if let Some(n) = g.rg.note() {
+            row.notes.push(n);
+        }
+        rows.push(row);
+    }
+
+    let mut report = String::new();
+    report.push_str(&format!("Machine: {}\n", machine()));
+    report.push_str(&format!(
+        "Load average before the run: {load_before}; after: {}; wall time {:.0} s\n",
+        load(),
+        started.elapsed().as_secs_f64()
+    ));
+    if !session_note.is_empty() {
+        report.push_str(&format!("Session file: {session_note}\n"));
+    }
+    report.push('\n');
+    report.push_str(&table(&rows, "Pi 1.6.0 (Node 22)"));
+    println!("{report}");
+    if let Some(out) = &cli.out {
+        std::fs::write(out, &report).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    Ok(())
+}

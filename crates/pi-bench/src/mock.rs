@@ -1,0 +1,256 @@
+//! A loopback mock LLM that runs inside the bench process, so that the instant a chunk is
+//! written and the instant the client's record is read come from the same clock.
+//!
+//! It serves one scripted [`Handler`] per request (blocking I/O, one thread per connection,
+//! `connection: close`), and the streams are rendered by the conformance mock's own renderer
+//! (`pi_test_support::sse::openai_chat::render`), so the bytes are what the tests send.
+//! Each SSE event is written as its own HTTP chunk with a single `write` on a `TCP_NODELAY`
+//! socket, and the handler gets the instant each write returned.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use pi_test_support::mock::Reply;
+use pi_test_support::sse::{Frame, RenderContext, openai_chat};
+
+/// A request as it arrived.
+#[derive(Debug)]
+pub struct Request {
+    pub path: String,
+    /// Size of the body (read whole before the request counts as arrived).
+    pub body_len: usize,
+    /// When the whole request (head and body) had been read.
+    pub arrived: Instant,
+}
+
+/// Writes one streamed response.
+pub struct Responder {
+    stream: TcpStream,
+}
+
+impl Responder {
+    pub fn head(&mut self) -> std::io::Result<()> {
+        self.stream.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+              connection: close\r\ntransfer-encoding: chunked\r\n\r\n",
+        )
+    }
+
+    /// One HTTP chunk in one `write`; returns the instant the write returned.
+    pub fn chunk(&mut self, data: &[u8]) -> std::io::Result<Instant> {
+        let mut buf = Vec::with_capacity(data.len() + 16);
+        buf.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        buf.extend_from_slice(data);
+        buf.extend_from_slice(b"\r\n");
+        self.stream.write_all(&buf)?;
+        Ok(Instant::now())
+    }
+
+    /// Ends the chunked body; returns the instant the last byte was written.
+    pub fn finish(&mut self) -> std::io::Result<Instant> {
+        self.stream.write_all(b"0\r\n\r\n")?;
+        Ok(Instant::now())
+    }
+
+    /// A whole scripted reply, each event as a chunk; returns the instant the end of the
+    /// body was written.
+    pub fn reply(&mut self, reply: &Reply, request_number: usize) -> std::io::Result<Instant> {
+        self.head()?;
+        for f in &render(reply, request_number) {
+            self.chunk(f.bytes.as_bytes())?;
+        }
+        self.finish()
+    }
+}
+
+/// One pre-rendered SSE event.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub bytes: String,
+    /// The client answers it with a stdout record (a delta), as opposed to usage/finish.
+    pub shown: bool,
+}
+
+/// Renders a reply as openai-completions chunks (`data: {...}\n\n` each).
+pub fn render(reply: &Reply, request_number: usize) -> Vec<Event> {
+    let ctx = RenderContext {
+        request_number,
+        model: "mock-gpt".into(),
+    };
+    openai_chat::render(reply, &ctx)
+        .into_iter()
+        .filter_map(|f| match f {
+            Frame::Event(e) => Some(Event {
+                bytes: e.encode(),
+                shown: true,
+            }),
+            Frame::Quiet(e) => Some(Event {
+                bytes: e.encode(),
+                shown: false,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+pub type Handler = Box<dyn FnOnce(&mut Responder, &Request) -> std::io::Result<()> + Send>;
+
+/// The running mock; its accept thread ends with the process.
+pub struct Mock {
+    pub port: u16,
+    handlers: Arc<Mutex<VecDeque<Handler>>>,
+    arrivals: Receiver<(String, usize, Instant)>,
+}
+
+impl Mock {
+    pub fn start() -> std::io::Result<Mock> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))?;
+        let port = listener.local_addr()?.port();
+        let handlers: Arc<Mutex<VecDeque<Handler>>> = Arc::default();
+        let (tx, rx) = channel();
+        let hs = handlers.clone();
+        std::thread::Builder::new()
+            .name("mock-accept".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let hs = hs.clone();
+                    let tx: Sender<(String, usize, Instant)> = tx.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("mock-conn".into())
+                        .spawn(move || {
+                            // A failed write means the client went away; nothing to report.
+                            let _ = serve(stream, &hs, &tx);
+                        });
+                }
+            })?;
+        Ok(Mock {
+            port,
+            handlers,
+            arrivals: rx,
+        })
+    }
+
+    /// Queues the handler of the next request.
+    pub fn push(&self, h: Handler) {
+        lock(&self.handlers).push_back(h);
+    }
+
+    /// Drops handlers a failed run left behind, and stale arrival notices.
+    pub fn reset(&self) {
+        lock(&self.handlers).clear();
+        while self.arrivals.try_recv().is_ok() {}
+    }
+
+    /// Waits for the next request to arrive (path, body size, arrival instant).
+    pub fn arrival(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<(String, usize, Instant), String> {
+        self.arrivals
+            .recv_timeout(timeout)
+            .map_err(|_| format!("no request reached the mock within {timeout:?}"))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+fn serve(
+    stream: TcpStream,
+    handlers: &Mutex<VecDeque<Handler>>,
+    arrivals: &Sender<(String, usize, Instant)>,
+) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let Some(req) = read_request(&mut reader)? else {
+        return Ok(());
+    };
+    let _ = arrivals.send((req.path.clone(), req.body_len, req.arrived));
+    let handler = lock(handlers).pop_front();
+    let mut responder = Responder { stream };
+    match handler {
+        Some(h) => h(&mut responder, &req)?,
+        None => {
+            let body =
+                br#"{"error":{"message":"bench mock: no reply scripted","type":"server_error"}}"#;
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n\
+                 connection: close\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            responder.stream.write_all(head.as_bytes())?;
+            responder.stream.write_all(body)?;
+        }
+    }
+    responder.stream.flush()
+}
+
+fn read_request<R: Read>(reader: &mut BufReader<R>) -> std::io::Result<Option<Request>> {
+    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+    let mut head = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return if head.is_empty() {
+                Ok(None)
+            } else {
+                Err(bad("closed inside the request head"))
+            };
+        }
+        let line = line.trim_end().to_string();
+        if line.is_empty() {
+            if head.is_empty() {
+                continue;
+            }
+            break;
+        }
+        head.push(line);
+    }
+    let path = head[0].split(' ').nth(1).unwrap_or("").to_string();
+    let header = |name: &str| {
+        head[1..].iter().find_map(|h| {
+            let (n, v) = h.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    };
+    let mut body = Vec::new();
+    if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size)?;
+            let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| bad("bad chunk size"))?;
+            if n == 0 {
+                let mut trailer = String::new();
+                while reader.read_line(&mut trailer)? > 0 && !trailer.trim().is_empty() {
+                    trailer.clear();
+                }
+                break;
+            }
+            let start = body.len();
+            body.resize(start + n, 0);
+            reader.read_exact(&mut body[start..])?;
+            let mut crlf = [0u8; 2];
+            reader.read_exact(&mut crlf)?;
+        }
+    } else if let Some(len) = header("content-length") {
+        let len: usize = len.parse().map_err(|_| bad("bad content-length"))?;
+        body.resize(len, 0);
+        reader.read_exact(&mut body)?;
+    }
+    Ok(Some(Request {
+        path,
+        body_len: body.len(),
+        arrived: Instant::now(),
+    }))
+}
