@@ -33,6 +33,17 @@ impl Runtime {
         }
     }
 
+    /// `get_messages` data, serialized straight from the transcript (a long session's context
+    /// can be hundreds of MB: no clone, no intermediate JSON tree).
+    pub fn messages_json(&self) -> Result<String, String> {
+        self.agent.with_state(|s| {
+            let mut out = String::from("{\"messages\":");
+            out.push_str(&pi_protocol::json::to_js_string(&s.messages).map_err(|e| e.to_string())?);
+            out.push('}');
+            Ok(out)
+        })
+    }
+
     pub fn messages(&self) -> Vec<AgentMessage> {
         self.agent.messages()
     }

@@ -157,7 +157,10 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             Outcome::Data(json!({"steering": steering, "followUp": follow_up}))
         }
         RpcCommand::GetState {} => to_value(&rt.state()),
-        RpcCommand::GetMessages {} => to_value(&json!({"messages": rt.messages()})),
+        RpcCommand::GetMessages {} => {
+            respond(out, id, name, raw(rt.messages_json())).await;
+            return;
+        }
         RpcCommand::GetAvailableModels {} => to_value(&json!({"models": rt.available_models()})),
         RpcCommand::SetModel { provider, model_id } => {
             match rt.set_model(&provider, &model_id).await {
