@@ -77,7 +77,13 @@ impl Runtime {
             let mut run = lock(&self.core.run);
             run.abort_requested = false;
         }
-        let user = user_message(text, request.images);
+        let (images, hints) = self.core.normalize_images(request.images);
+        let text = if hints.is_empty() {
+            text
+        } else {
+            format!("{text}\n\n{}", hints.join("\n"))
+        };
+        let user = user_message(text, images);
         let mut messages = Vec::new();
         if let Some(system) = self.core.system_patch(&self.agent) {
             messages.push(AgentMessage::System(system));
@@ -241,6 +247,41 @@ impl Core {
             .await;
         }
         expansion.text
+    }
+
+    /// Pi's `_normalizePromptImages`: converts unusual formats, fits images into the limits
+    /// (when `images.autoResize` is on) and returns the hint lines for the prompt text.
+    fn normalize_images(&self, images: Vec<ImageContent>) -> (Vec<ImageContent>, Vec<String>) {
+        use base64::Engine;
+        use pi_tools::image::{Processed, ResizeLimits, process_image};
+        let auto_resize = self.settings().image_auto_resize;
+        let mut out = Vec::new();
+        let mut hints = Vec::new();
+        for image in images {
+            let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(image.data.as_bytes())
+            else {
+                // Not base64 we can read: pass it on untouched, as the provider will judge it.
+                out.push(image);
+                continue;
+            };
+            match process_image(
+                &bytes,
+                &image.mime_type,
+                auto_resize,
+                &ResizeLimits::default(),
+            ) {
+                Processed::Image {
+                    data,
+                    mime_type,
+                    hints: h,
+                } => {
+                    out.push(ImageContent { data, mime_type });
+                    hints.extend(h);
+                }
+                Processed::Omitted(message) => hints.push(message),
+            }
+        }
+        (out, hints)
     }
 
     /// The model and auth checks of the preflight.
