@@ -57,7 +57,12 @@ fn run(argv: &[String]) -> i32 {
                 "interactive mode is not available in this build; use --mode rpc, --mode json or -p",
             ),
         },
-        Action::ListModels { .. } => not_yet("--list-models is not implemented yet"),
+        Action::ListModels { search } => {
+            let out = runtime::list_models(search.as_deref());
+            eprint!("{}", out.stderr);
+            print!("{}", out.stdout);
+            0
+        }
         Action::Export { input, output } => {
             let cwd = std::env::current_dir().unwrap_or_default();
             match pi_export::export_session_file(

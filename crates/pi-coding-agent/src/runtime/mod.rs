@@ -17,7 +17,7 @@ mod startup;
 mod state;
 
 pub use prompt::{Preflight, PromptRequest};
-pub use startup::start;
+pub use startup::{list_models, start};
 
 use crate::modes::rpc::output::Output;
 use crate::resources::session::SessionResources;

@@ -377,3 +377,31 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     let _ = core.agent.set(Arc::downgrade(&agent));
     Ok(Runtime { agent, core })
 }
+
+/// `pi --list-models [search]`: the available models as Pi's table (stdout) and any models.json
+/// problems (stderr).
+pub fn list_models(search: Option<&str>) -> pi_ai::registry::ListModelsOutput {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = home_dir();
+    let agent_dir = agent_dir(
+        std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
+        &home,
+        &cwd,
+    );
+    let package_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let package_dir = crate::settings::paths::package_dir(
+        std::env::var("PI_PACKAGE_DIR").ok().as_deref(),
+        &package_dir,
+        &home,
+    );
+    let (registry, _) = ModelRegistry::load(LoadOptions {
+        agent_dir,
+        env: Env::from_process(),
+        docs_dir: package_dir.join("docs"),
+        local: super::local_model::install(),
+    });
+    registry.list_models(search)
+}
