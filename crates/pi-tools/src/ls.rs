@@ -6,9 +6,7 @@ use crate::config::ToolsConfig;
 use crate::fs_error;
 use crate::js::js_number;
 use crate::paths::resolve_to_cwd;
-use crate::tool_util::{
-    aborted, declaration, effective_limit, num_arg, prop, str_arg, text_result,
-};
+use crate::tool_util::{declaration, effective_limit, num_arg, prop, str_arg, text_result};
 use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
 use pi_protocol::tool::{AgentToolResult, Tool};
@@ -47,17 +45,8 @@ impl AgentTool for LsTool {
     }
 
     fn execute(&self, invocation: ToolInvocation) -> ToolFuture {
-        let config = self.config.clone();
-        Box::pin(async move {
-            let cancel = invocation.cancel.clone();
-            if cancel.is_cancelled() {
-                return Err(aborted());
-            }
-            let work = tokio::task::spawn_blocking(move || list(&config, &invocation.args));
-            tokio::select! {
-                _ = cancel.cancelled() => Err(aborted()),
-                joined = work => joined.unwrap_or_else(|e| Err(ToolError::new(e.to_string()))),
-            }
+        crate::tool_util::run_blocking(self.config.clone(), invocation, |config, args, _| {
+            list(config, args)
         })
     }
 }

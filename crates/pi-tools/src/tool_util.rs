@@ -1,11 +1,14 @@
 //! Helpers shared by the tool implementations: declarations, argument access, results.
 
-use pi_agent::ToolError;
+use crate::config::ToolsConfig;
+use pi_agent::{ToolError, ToolFuture, ToolInvocation};
 use pi_protocol::content::{TextContent, UserBlock};
 use pi_protocol::tool::{
     AgentToolResult, ConstrainedSampling, ConstrainedSamplingConfig, SchemaStrictness, Tool,
 };
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// A declaration; `strict` adds `constrainedSampling: {type: json_schema, strict: prefer}` as Pi
 /// does for read, bash, edit and write.
@@ -71,4 +74,30 @@ pub fn effective_limit(limit: Option<f64>, default: usize) -> usize {
             }
         }
     }
+}
+
+/// Runs a tool body that blocks (file system walks and reads) on the blocking pool. An abort
+/// answers `Operation aborted` at once; the body stops at its next look at the token.
+pub fn run_blocking<F>(config: Arc<ToolsConfig>, invocation: ToolInvocation, body: F) -> ToolFuture
+where
+    F: FnOnce(
+            &ToolsConfig,
+            &Map<String, Value>,
+            &CancellationToken,
+        ) -> Result<AgentToolResult, ToolError>
+        + Send
+        + 'static,
+{
+    Box::pin(async move {
+        let cancel = invocation.cancel.clone();
+        if cancel.is_cancelled() {
+            return Err(aborted());
+        }
+        let token = cancel.clone();
+        let work = tokio::task::spawn_blocking(move || body(&config, &invocation.args, &token));
+        tokio::select! {
+            _ = cancel.cancelled() => Err(aborted()),
+            joined = work => joined.unwrap_or_else(|e| Err(ToolError::new(e.to_string()))),
+        }
+    })
 }

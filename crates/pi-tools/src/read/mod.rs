@@ -55,19 +55,7 @@ impl AgentTool for ReadTool {
     }
 
     fn execute(&self, invocation: ToolInvocation) -> ToolFuture {
-        let config = self.config.clone();
-        Box::pin(async move {
-            let cancel = invocation.cancel.clone();
-            if cancel.is_cancelled() {
-                return Err(aborted());
-            }
-            let token = cancel.clone();
-            let work = tokio::task::spawn_blocking(move || read(&config, &invocation.args, &token));
-            tokio::select! {
-                _ = cancel.cancelled() => Err(aborted()),
-                joined = work => joined.unwrap_or_else(|e| Err(ToolError::new(e.to_string()))),
-            }
-        })
+        crate::tool_util::run_blocking(self.config.clone(), invocation, read)
     }
 }
 
