@@ -1,73 +1,23 @@
-//! Cost of a response from the model's per-million-token rates (Pi's `calculateCost`), and the
-//! thinking levels a model supports.
-//!
-//! The arithmetic is done in the same order as Pi's so the doubles (and so the wire digits) match.
+//! What the wire adapters need of cost and thinking levels: thin names over the registry's
+//! implementations, plus the `thinkingLevelMap` lookups the request builders use.
 
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::Usage;
 
-/// Fills `usage.cost` from `model.cost`; the tier with the highest `inputTokensAbove` below the
-/// request's input (incl. cache) applies to the whole request. Anthropic's 1-hour cache writes
-/// cost twice the input rate.
+/// Fills `usage.cost` from `model.cost` (the registry owns the arithmetic).
 pub fn calculate_cost(model: &Model, usage: &mut Usage) {
-    let input_tokens = usage.input + usage.cache_read + usage.cache_write;
-    let c = &model.cost;
-    let (mut input, mut output, mut cache_read, mut cache_write) =
-        (c.input, c.output, c.cache_read, c.cache_write);
-    let mut matched: i128 = -1;
-    for tier in c.tiers.iter().flatten() {
-        let above = i128::from(tier.input_tokens_above);
-        if i128::from(input_tokens) > above && above > matched {
-            (input, output, cache_read, cache_write) =
-                (tier.input, tier.output, tier.cache_read, tier.cache_write);
-            matched = above;
-        }
-    }
-    let long_write = usage.cache_write_1h.unwrap_or(0) as f64;
-    let short_write = usage.cache_write as f64 - long_write;
-    let cost = &mut usage.cost;
-    cost.input = (input / 1_000_000.0) * usage.input as f64;
-    cost.output = (output / 1_000_000.0) * usage.output as f64;
-    cost.cache_read = (cache_read / 1_000_000.0) * usage.cache_read as f64;
-    cost.cache_write = (cache_write * short_write + input * 2.0 * long_write) / 1_000_000.0;
-    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write;
-    cost.total_from_provider = Some(false);
+    let _ = crate::registry::calculate_cost(model, usage);
 }
 
 /// The levels a model supports, in order (`getSupportedThinkingLevels`).
 pub fn supported_thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
-    if !model.reasoning {
-        return vec![ThinkingLevel::Off];
-    }
-    ThinkingLevel::ALL
-        .into_iter()
-        .filter(|level| {
-            let mapped = level_map_entry(model, *level);
-            match mapped {
-                Some(None) => false,
-                m if matches!(level, ThinkingLevel::Xhigh | ThinkingLevel::Max) => m.is_some(),
-                _ => true,
-            }
-        })
-        .collect()
+    crate::registry::supported_thinking_levels(model)
 }
 
 /// The nearest supported level: the level itself, else the next higher, else the next lower.
 pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
-    let supported = supported_thinking_levels(model);
-    if supported.contains(&level) {
-        return level;
-    }
-    let all = ThinkingLevel::ALL;
-    let idx = all.iter().position(|l| *l == level).unwrap_or(0);
-    all[idx..]
-        .iter()
-        .chain(all[..idx].iter().rev())
-        .copied()
-        .find(|l| supported.contains(l))
-        .or_else(|| supported.first().copied())
-        .unwrap_or(ThinkingLevel::Off)
+    crate::registry::clamp_thinking(model, level)
 }
 
 /// `model.thinkingLevelMap[level]`: `None` absent, `Some(None)` null, `Some(Some(v))` a value.
