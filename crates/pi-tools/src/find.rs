@@ -8,9 +8,9 @@ use crate::config::ToolsConfig;
 use crate::js::js_number;
 use crate::paths::{home_dir, resolve_to_cwd};
 use crate::tool_util::{
-    aborted, declaration, effective_limit, num_arg, prop, str_arg, text_result,
+    aborted, declaration, effective_limit, listing_result, num_arg, prop, str_arg, text_result,
 };
-use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use crate::truncate::{DEFAULT_MAX_BYTES, Limits, truncate_head};
 use globset::GlobBuilder;
 use ignore::WalkBuilder;
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
@@ -238,29 +238,13 @@ fn find(
     let mut truncation = truncate_head(&stored.join("\n"), Limits::bytes_only());
     truncation.total_lines = count;
     truncation.total_bytes = output_bytes - 1;
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!(
+    let notice = limit_reached.then(|| {
+        let text = format!(
             "{} results limit reached. Use limit={} for more, or refine pattern",
             js_number(limit as f64),
             js_number(limit as f64 * 2.0)
-        ));
-        details.insert("resultLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert(
-            "truncation".into(),
-            serde_json::to_value(&truncation).unwrap_or(Value::Null),
         );
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(text_result(
-        output,
-        (!details.is_empty()).then_some(Value::Object(details)),
-    ))
+        (text, "resultLimitReached", limit)
+    });
+    Ok(listing_result(truncation, notice))
 }

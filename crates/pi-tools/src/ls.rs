@@ -6,8 +6,10 @@ use crate::config::ToolsConfig;
 use crate::fs_error;
 use crate::js::js_number;
 use crate::paths::resolve_to_cwd;
-use crate::tool_util::{declaration, effective_limit, num_arg, prop, str_arg, text_result};
-use crate::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use crate::tool_util::{
+    declaration, effective_limit, listing_result, num_arg, prop, str_arg, text_result,
+};
+use crate::truncate::{Limits, truncate_head};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
 use pi_protocol::tool::{AgentToolResult, Tool};
 use serde_json::{Map, Value, json};
@@ -96,29 +98,13 @@ fn list(config: &ToolsConfig, args: &Map<String, Value>) -> Result<AgentToolResu
         return Ok(text_result("(empty directory)", None));
     }
     let truncation = truncate_head(&results.join("\n"), Limits::bytes_only());
-    let mut output = truncation.content.clone();
-    let mut details = Map::new();
-    let mut notices = Vec::new();
-    if limit_reached {
-        notices.push(format!(
+    let notice = limit_reached.then(|| {
+        let text = format!(
             "{} entries limit reached. Use limit={} for more",
             js_number(limit as f64),
             js_number(limit as f64 * 2.0)
-        ));
-        details.insert("entryLimitReached".into(), json!(limit));
-    }
-    if truncation.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details.insert(
-            "truncation".into(),
-            serde_json::to_value(&truncation).unwrap_or(Value::Null),
         );
-    }
-    if !notices.is_empty() {
-        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(text_result(
-        output,
-        (!details.is_empty()).then_some(Value::Object(details)),
-    ))
+        (text, "entryLimitReached", limit)
+    });
+    Ok(listing_result(truncation, notice))
 }

@@ -101,3 +101,36 @@ where
         }
     })
 }
+
+/// The result of a listing tool (find, ls): the head-truncated text, then in brackets the
+/// item-limit notice (`limit`: notice text, details key, limit) and the byte-limit notice, with
+/// the matching `details`.
+pub fn listing_result(
+    truncation: crate::truncate::Truncation,
+    limit: Option<(String, &str, usize)>,
+) -> AgentToolResult {
+    let mut output = truncation.content.clone();
+    let mut details = Map::new();
+    let mut notices = Vec::new();
+    if let Some((notice, key, limit)) = limit {
+        notices.push(notice);
+        details.insert(key.into(), json!(limit));
+    }
+    if truncation.truncated {
+        notices.push(format!(
+            "{} limit reached",
+            crate::truncate::format_size(crate::truncate::DEFAULT_MAX_BYTES)
+        ));
+        details.insert(
+            "truncation".into(),
+            serde_json::to_value(&truncation).unwrap_or(Value::Null),
+        );
+    }
+    if !notices.is_empty() {
+        output.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    text_result(
+        output,
+        (!details.is_empty()).then_some(Value::Object(details)),
+    )
+}
