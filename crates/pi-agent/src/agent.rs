@@ -20,7 +20,7 @@ pub type BoxFuture<'a, T = ()> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub type StreamFn = Arc<dyn Fn(&Model, LlmContext, StreamOptions) -> AssistantStream + Send + Sync>;
 
 /// Turns agent messages into what the model sees (system, user, assistant, toolResult).
-pub type ConvertToLlm = Arc<dyn Fn(&[AgentMessage]) -> Vec<AgentMessage> + Send + Sync>;
+pub type ConvertToLlm = Arc<dyn Fn(&[Arc<AgentMessage>]) -> Vec<Arc<AgentMessage>> + Send + Sync>;
 
 /// Receives every event, in order. The loop waits for each call, so a slow listener (a client
 /// that stopped reading) pauses the run instead of queueing without bound.
@@ -32,14 +32,14 @@ pub trait AgentListener: Send + Sync {
 pub struct TurnContext<'a> {
     pub message: &'a AssistantMessage,
     pub tool_results: &'a [ToolResultMessage],
-    pub context: &'a [AgentMessage],
+    pub context: &'a [Arc<AgentMessage>],
 }
 
 /// Replacement state for the next turn (e.g. after compaction).
 #[derive(Default)]
 pub struct TurnUpdate {
     /// Replaces the whole context of the run.
-    pub context: Option<Vec<AgentMessage>>,
+    pub context: Option<Vec<Arc<AgentMessage>>>,
     pub model: Option<Model>,
     pub thinking_level: Option<ThinkingLevel>,
 }
@@ -76,8 +76,9 @@ pub struct AgentConfig {
 
 /// The agent's state between and during runs.
 pub struct AgentState {
-    /// The transcript: every message whose `message_end` was emitted.
-    pub messages: Vec<AgentMessage>,
+    /// The transcript: every message whose `message_end` was emitted. Shared (not copied) with
+    /// the session store, each run's context and each request.
+    pub messages: Vec<Arc<AgentMessage>>,
     pub model: Model,
     pub thinking_level: ThinkingLevel,
     pub tools: Vec<Arc<dyn AgentTool>>,
@@ -131,7 +132,7 @@ impl Agent {
         f(&mut lock(&self.state))
     }
 
-    pub fn messages(&self) -> Vec<AgentMessage> {
+    pub fn messages(&self) -> Vec<Arc<AgentMessage>> {
         lock(&self.state).messages.clone()
     }
 
@@ -200,7 +201,7 @@ impl Agent {
             if state
                 .messages
                 .iter()
-                .all(|m| matches!(m, AgentMessage::System(_)))
+                .all(|m| matches!(&**m, AgentMessage::System(_)))
             {
                 None
             } else {
@@ -258,7 +259,9 @@ impl Agent {
     /// `processEvents`).
     pub(crate) async fn emit(&self, event: AgentEvent) {
         match &event {
-            AgentEvent::MessageEnd { message } => lock(&self.state).messages.push(message.clone()),
+            AgentEvent::MessageEnd { message } => {
+                lock(&self.state).messages.push(Arc::clone(message))
+            }
             AgentEvent::TurnEnd {
                 message: AgentMessage::Assistant(a),
                 ..

@@ -21,8 +21,9 @@ pub enum AgentEvent {
     MessageUpdate {
         event: StreamEvent,
     },
+    /// The finished message, shared with the transcript and the session entry.
     MessageEnd {
-        message: AgentMessage,
+        message: std::sync::Arc<AgentMessage>,
     },
     ToolExecutionStart {
         tool_call_id: String,
@@ -89,9 +90,8 @@ impl Serialize for WireAgentEvent<'_> {
         m.serialize_entry("type", self.event.type_name())?;
         match self.event {
             AgentEvent::AgentStart | AgentEvent::TurnStart => {}
-            AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
-                m.serialize_entry("message", message)?;
-            }
+            AgentEvent::MessageStart { message } => m.serialize_entry("message", message)?,
+            AgentEvent::MessageEnd { message } => m.serialize_entry("message", message)?,
             AgentEvent::MessageUpdate { event } => {
                 let (usage, wire) = wire_update(event);
                 m.serialize_entry("usage", usage)?;

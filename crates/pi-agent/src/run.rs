@@ -11,6 +11,7 @@ use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use pi_protocol::usage::StopReason;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) fn now_ms() -> u64 {
@@ -22,7 +23,7 @@ pub(crate) fn now_ms() -> u64 {
 
 /// What a run works on; replaced wholesale by `prepare_next_turn` (e.g. after compaction).
 pub(crate) struct RunState {
-    pub context: Vec<AgentMessage>,
+    pub context: Vec<Arc<AgentMessage>>,
     pub model: Model,
     /// `None` means thinking off.
     pub reasoning: Option<ThinkingLevel>,
@@ -79,12 +80,13 @@ async fn deliver(
                 message: message.clone(),
             })
             .await;
+        let shared = Arc::new(message.clone());
         agent
             .emit(AgentEvent::MessageEnd {
-                message: message.clone(),
+                message: Arc::clone(&shared),
             })
             .await;
-        st.context.push(message.clone());
+        st.context.push(shared);
         new_messages.push(message);
     }
 }
@@ -167,7 +169,8 @@ async fn run_loop(
                 };
                 more_tool_calls = !batch.terminate;
                 for result in batch.messages {
-                    st.context.push(AgentMessage::ToolResult(result.clone()));
+                    st.context
+                        .push(Arc::new(AgentMessage::ToolResult(result.clone())));
                     new_messages.push(AgentMessage::ToolResult(result.clone()));
                     tool_results.push(result);
                 }
@@ -248,13 +251,13 @@ async fn stream_assistant_response(
             })
             .await;
     }
+    let message = Arc::new(AgentMessage::Assistant(final_message.clone()));
     agent
         .emit(AgentEvent::MessageEnd {
-            message: AgentMessage::Assistant(final_message.clone()),
+            message: Arc::clone(&message),
         })
         .await;
-    st.context
-        .push(AgentMessage::Assistant(final_message.clone()));
+    st.context.push(message);
     final_message
 }
 

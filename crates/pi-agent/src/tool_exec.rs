@@ -113,7 +113,11 @@ async fn emit_result_message(agent: &Agent, message: &ToolResultMessage) {
     agent
         .emit(AgentEvent::MessageStart { message: m.clone() })
         .await;
-    agent.emit(AgentEvent::MessageEnd { message: m }).await;
+    agent
+        .emit(AgentEvent::MessageEnd {
+            message: std::sync::Arc::new(m),
+        })
+        .await;
 }
 
 fn prepare(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> Prepared {

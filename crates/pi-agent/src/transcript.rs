@@ -87,7 +87,7 @@ fn with_changes(
 /// intent and replaced by the real delta), else on a new system message inserted before the
 /// first non-system pending message. Returns `pending` unchanged when nothing differs.
 pub fn declare_tool_changes(
-    context: &[AgentMessage],
+    context: &[std::sync::Arc<AgentMessage>],
     mut pending: Vec<AgentMessage>,
     executable: &[Tool],
     now_ms: u64,
@@ -105,7 +105,7 @@ pub fn declare_tool_changes(
             _ => m.clone(),
         })
         .collect();
-    let declared = current_tools(context.iter().chain(baseline.iter()));
+    let declared = current_tools(context.iter().map(|m| &**m).chain(baseline.iter()));
     let (added, removed) = tool_changes(&declared, executable);
     let unchanged = added.is_empty() && removed.is_empty();
     if let Some(index) = system_index {

@@ -174,8 +174,13 @@ impl Recorder {
 
 fn describe(event: &AgentEvent) -> String {
     match event {
-        AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
-            let what = match message {
+        AgentEvent::MessageStart { .. } | AgentEvent::MessageEnd { .. } => {
+            let m: &AgentMessage = match event {
+                AgentEvent::MessageStart { message } => message,
+                AgentEvent::MessageEnd { message } => message,
+                _ => unreachable!(),
+            };
+            let what = match m {
                 AgentMessage::User(u) => format!("user:{}", user_text(u)),
                 AgentMessage::Assistant(a) => {
                     format!("assistant:{}:{}", a.stop_reason.as_str(), a.text())
@@ -303,7 +308,7 @@ fn harness(replies: Vec<Reply>, tools: Vec<Arc<dyn AgentTool>>, mode: ExecutionM
     let recorder = Arc::new(Recorder::default());
     let config = AgentConfig {
         stream_fn: stream(Arc::clone(&script)),
-        convert_to_llm: Arc::new(|m: &[AgentMessage]| m.to_vec()),
+        convert_to_llm: Arc::new(|m: &[Arc<AgentMessage>]| m.to_vec()),
         listener: recorder.clone(),
         hooks: Arc::new(NoHooks),
         tool_execution: mode,
@@ -347,7 +352,7 @@ async fn plain_text_answer_emits_pi_order() {
     );
     assert_eq!(h.agent.messages().len(), 2);
     let last = h.agent.messages().pop().unwrap();
-    let AgentMessage::Assistant(a) = last else {
+    let AgentMessage::Assistant(a) = &*last else {
         panic!()
     };
     assert_eq!(a.thinking_level, Some(ThinkingLevel::Off));
@@ -413,7 +418,7 @@ async fn parallel_tools_end_in_completion_order_and_results_in_call_order() {
     let ids: Vec<String> = second
         .messages
         .iter()
-        .filter_map(|m| match m {
+        .filter_map(|m| match &**m {
             AgentMessage::ToolResult(t) => Some(t.tool_call_id.clone()),
             _ => None,
         })

@@ -11,6 +11,7 @@ use pi_protocol::model::{Model, SamplingParams};
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::{StopReason, Usage};
 use serde_json::Map;
+use std::borrow::Borrow;
 
 const CHARS_PER_TOKEN: f64 = 3.5;
 const IMAGE_CHARS: usize = 4800;
@@ -98,10 +99,10 @@ pub fn context_tokens(u: &Usage) -> u64 {
 }
 
 /// Estimated input tokens of a transcript, anchored on the last usable assistant usage.
-pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
+pub fn estimate_context_tokens<M: Borrow<AgentMessage>>(messages: &[M]) -> u64 {
     let mut latest_prefix: i128 = i128::MIN;
     let mut anchor = None;
-    for (i, m) in messages.iter().enumerate() {
+    for (i, m) in messages.iter().map(Borrow::borrow).enumerate() {
         if let AgentMessage::Assistant(a) = m
             && i128::from(a.timestamp) >= latest_prefix
             && !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error)
@@ -115,17 +116,20 @@ pub fn estimate_context_tokens(messages: &[AgentMessage]) -> u64 {
         Some((used, i)) => {
             used + messages[i + 1..]
                 .iter()
-                .map(estimate_message_tokens)
+                .map(|m| estimate_message_tokens(m.borrow()))
                 .sum::<u64>()
         }
-        None => messages.iter().map(estimate_message_tokens).sum(),
+        None => messages
+            .iter()
+            .map(|m| estimate_message_tokens(m.borrow()))
+            .sum(),
     }
 }
 
 /// `maxTokens` fitted into the context window with a safety margin (`clampMaxTokensToContext`).
-pub fn clamp_max_tokens_to_context(
+pub fn clamp_max_tokens_to_context<M: Borrow<AgentMessage>>(
     model: &Model,
-    messages: &[AgentMessage],
+    messages: &[M],
     max_tokens: u64,
 ) -> u64 {
     if model.context_window == 0 {

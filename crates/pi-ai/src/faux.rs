@@ -199,7 +199,11 @@ fn message_text(m: &AgentMessage) -> Option<String> {
 
 /// Usage estimated from the prompt and the answer (no cost: faux models are free).
 fn usage_for(context: &LlmContext, content: &[AssistantBlock]) -> Usage {
-    let prompt: Vec<String> = context.messages.iter().filter_map(message_text).collect();
+    let prompt: Vec<String> = context
+        .messages
+        .iter()
+        .filter_map(|m| message_text(m))
+        .collect();
     let prompt_len =
         prompt.iter().map(|p| js_len(p)).sum::<usize>() + prompt.len().saturating_sub(1) * 2;
     let input = estimate(prompt_len);

@@ -20,7 +20,17 @@ use tokio_util::sync::CancellationToken;
 /// (system, user, assistant, toolResult) appear here.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LlmContext {
-    pub messages: Vec<AgentMessage>,
+    /// Shared with the agent's transcript: a request copies no message.
+    pub messages: Vec<std::sync::Arc<AgentMessage>>,
+}
+
+impl LlmContext {
+    /// A context owning these messages.
+    pub fn from_messages(messages: Vec<AgentMessage>) -> LlmContext {
+        LlmContext {
+            messages: messages.into_iter().map(std::sync::Arc::new).collect(),
+        }
+    }
 }
 
 /// Per-request options (Pi's `SimpleStreamOptions`, the parts we honour).

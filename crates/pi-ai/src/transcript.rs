@@ -6,6 +6,7 @@ use pi_protocol::content::{StringOrBlocks, TextContent};
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::record::OrderedMap;
 use pi_protocol::tool::Tool;
+use std::borrow::Borrow;
 
 /// Text blocks joined with `sep` (a plain string as is).
 pub fn content_text(content: &StringOrBlocks<TextContent>, sep: &str) -> String {
@@ -46,8 +47,8 @@ pub fn render_system_update(msg: &SystemMessage) -> String {
     parts.join("\n\n")
 }
 
-fn systems(messages: &[AgentMessage]) -> impl Iterator<Item = &SystemMessage> {
-    messages.iter().filter_map(|m| match m {
+fn systems<M: Borrow<AgentMessage>>(messages: &[M]) -> impl Iterator<Item = &SystemMessage> {
+    messages.iter().filter_map(|m| match m.borrow() {
         AgentMessage::System(s) => Some(s),
         _ => None,
     })
@@ -71,13 +72,13 @@ pub fn current_tools<'a>(systems: impl IntoIterator<Item = &'a SystemMessage>) -
 }
 
 /// The current tools of a transcript.
-pub fn transcript_tools(messages: &[AgentMessage]) -> Vec<Tool> {
+pub fn transcript_tools<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<Tool> {
     current_tools(systems(messages))
 }
 
 /// The leading system message, if the transcript starts with one.
-pub fn initial_system(messages: &[AgentMessage]) -> Option<&SystemMessage> {
-    match messages.first() {
+pub fn initial_system<M: Borrow<AgentMessage>>(messages: &[M]) -> Option<&SystemMessage> {
+    match messages.first().map(Borrow::borrow) {
         Some(AgentMessage::System(s)) => Some(s),
         _ => None,
     }
@@ -85,7 +86,7 @@ pub fn initial_system(messages: &[AgentMessage]) -> Option<&SystemMessage> {
 
 /// Every system message replayed into one: contents joined by blank lines, sections patched by
 /// name, the current tools.
-pub fn current_system_message(messages: &[AgentMessage]) -> Option<SystemMessage> {
+pub fn current_system_message<M: Borrow<AgentMessage>>(messages: &[M]) -> Option<SystemMessage> {
     let mut content = Vec::new();
     let mut sections: OrderedMap<String> = OrderedMap::new();
     let mut timestamp = None;
@@ -130,13 +131,14 @@ pub fn current_system_message(messages: &[AgentMessage]) -> Option<SystemMessage
 }
 
 /// The transcript with its system messages replaced by one leading replayed system message.
-pub fn collapse_system_messages(messages: &[AgentMessage]) -> Vec<AgentMessage> {
+pub fn collapse_system_messages<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<AgentMessage> {
     let head = current_system_message(messages);
     head.map(AgentMessage::System)
         .into_iter()
         .chain(
             messages
                 .iter()
+                .map(Borrow::borrow)
                 .filter(|m| !matches!(m, AgentMessage::System(_)))
                 .cloned(),
         )
@@ -144,9 +146,12 @@ pub fn collapse_system_messages(messages: &[AgentMessage]) -> Vec<AgentMessage> 
 }
 
 /// Keeps later system messages when the model accepts them, otherwise collapses them.
-pub fn resolve_transcript(messages: &[AgentMessage], mid_convo_system: bool) -> Vec<AgentMessage> {
+pub fn resolve_transcript<M: Borrow<AgentMessage>>(
+    messages: &[M],
+    mid_convo_system: bool,
+) -> Vec<AgentMessage> {
     if mid_convo_system {
-        messages.to_vec()
+        messages.iter().map(|m| m.borrow().clone()).collect()
     } else {
         collapse_system_messages(messages)
     }
@@ -161,8 +166,8 @@ pub enum ToolSupport {
 }
 
 /// The request-level tool list and how many leading system messages it covers.
-pub fn resolve_transcript_tools(
-    messages: &[AgentMessage],
+pub fn resolve_transcript_tools<M: Borrow<AgentMessage>>(
+    messages: &[M],
     support: ToolSupport,
 ) -> (Vec<Tool>, usize) {
     let sys: Vec<&SystemMessage> = systems(messages).collect();
@@ -193,7 +198,7 @@ pub fn resolve_transcript_tools(
 }
 
 /// All tool definitions the transcript declares, in first-declaration order (last definition wins).
-pub fn declared_tools(messages: &[AgentMessage]) -> Vec<Tool> {
+pub fn declared_tools<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<Tool> {
     let mut out: Vec<Tool> = Vec::new();
     for m in systems(messages) {
         for t in m.tools_added.iter().flatten() {

@@ -69,15 +69,15 @@ fn is_same_model(msg: &AssistantMessage, model: &Model) -> bool {
 pub type IdNormalizer<'a> = &'a dyn Fn(&str, &AssistantMessage) -> String;
 
 /// Transforms a resolved transcript for `model` (see the module docs).
-pub fn transform_messages(
-    messages: &[AgentMessage],
+pub fn transform_messages<M: std::borrow::Borrow<AgentMessage>>(
+    messages: &[M],
     model: &Model,
     normalize_id: Option<IdNormalizer<'_>>,
 ) -> Vec<AgentMessage> {
     let vision = model.input.contains(&InputModality::Image);
     let mut id_map: HashMap<String, String> = HashMap::new();
     let mut transformed = Vec::with_capacity(messages.len());
-    for msg in messages {
+    for msg in messages.iter().map(std::borrow::Borrow::borrow) {
         let out = match msg {
             AgentMessage::User(u) if !vision => {
                 let mut u = u.clone();

@@ -26,14 +26,12 @@ fn model(api: &str, provider: &str, base: &str) -> Model {
 }
 
 fn hello() -> LlmContext {
-    LlmContext {
-        messages: vec![AgentMessage::User(UserMessage::new(
-            StringOrBlocks::Blocks(vec![UserBlock::Text(
-                pi_protocol::content::TextContent::new("hi"),
-            )]),
-            1,
-        ))],
-    }
+    LlmContext::from_messages(vec![AgentMessage::User(UserMessage::new(
+        StringOrBlocks::Blocks(vec![UserBlock::Text(
+            pi_protocol::content::TextContent::new("hi"),
+        )]),
+        1,
+    ))])
 }
 
 fn options() -> StreamOptions {

@@ -265,9 +265,7 @@ async fn run_case(case: Case) -> Vec<String> {
     }
     let mut stream = pi_ai::stream(
         &case.model,
-        LlmContext {
-            messages: case.context,
-        },
+        LlmContext::from_messages(case.context),
         case.options,
     );
     let mut events = Vec::new();

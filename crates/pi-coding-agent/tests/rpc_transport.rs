@@ -273,3 +273,55 @@ fn a_client_that_stops_reading_does_not_grow_memory() {
     }
     writer.join().unwrap();
 }
+
+#[test]
+fn responses_larger_than_a_chunk_arrive_whole_and_in_order() {
+    // Three ~400 KB messages: each of get_messages, get_tree and get_entries is written in
+    // several chunks; commands sent with them must be answered after them, not inside them.
+    let dir = support::TempDir::new();
+    let file = dir.path.join("big.jsonl");
+    let mut lines = vec![
+        json!({"type":"session","version":3,"id":"0190d3a5-0000-7000-8000-000000000001","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}),
+    ];
+    let mut parent = Value::Null;
+    for i in 0..3u64 {
+        let id = format!("0000000{i}");
+        let text = format!("{i}\u{e9}\"\n").repeat(100_000);
+        lines.push(json!({"type":"message","id":id,"parentId":parent,"timestamp":format!("2026-01-01T00:00:0{i}.000Z"),
+            "message":{"role":"user","content":[{"type":"text","text":text}],"timestamp":1767225600000u64 + i}}));
+        parent = json!(id);
+    }
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, body).unwrap();
+    let mut pi = Pi::spawn(&["--mode", "rpc", "--session", file.to_str().unwrap()]);
+    pi.write(
+        b"{\"id\":1,\"type\":\"get_messages\"}\n{\"id\":2,\"type\":\"get_tree\"}\n{\"id\":3,\"type\":\"get_entries\"}\n{\"id\":4,\"type\":\"get_entries\",\"since\":\"nope\"}\n{\"id\":5,\"type\":\"abort_bash\"}\n",
+    );
+    let messages = pi.read_json();
+    assert_eq!(messages["id"], 1);
+    let texts: Vec<&str> = messages["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts.len(), 3);
+    for (i, t) in texts.iter().enumerate() {
+        assert_eq!(*t, format!("{i}\u{e9}\"\n").repeat(100_000));
+    }
+    let tree = pi.read_json();
+    assert_eq!(tree["id"], 2);
+    // Startup may append entries (e.g. the thinking level) after the loaded ones.
+    let third = &tree["data"]["tree"][0]["children"][0]["children"][0];
+    assert_eq!(third["entry"]["id"], "00000002");
+    let entries = pi.read_json();
+    assert_eq!(entries["id"], 3);
+    assert_eq!(entries["data"]["leafId"], tree["data"]["leafId"]);
+    for (i, line) in lines[1..].iter().enumerate() {
+        assert_eq!(entries["data"]["entries"][i], *line);
+    }
+    let unknown = pi.read_json();
+    assert_eq!(unknown["id"], 4);
+    assert_eq!(unknown["success"], false);
+    assert_eq!(pi.read_json()["id"], 5);
+}

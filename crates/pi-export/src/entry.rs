@@ -38,7 +38,7 @@ impl<'a> Context<'a> {
                 ctx.by_id.insert(id, i);
             }
             match entry {
-                SessionEntry::Message(m) => match &m.message {
+                SessionEntry::Message(m) => match &*m.message {
                     AgentMessage::ToolResult(r) => {
                         ctx.results.entry(r.tool_call_id.as_str()).or_insert(r);
                     }
@@ -75,7 +75,7 @@ impl<'a> Context<'a> {
                 break;
             }
             match &self.entries[i] {
-                SessionEntry::Message(m) if matches!(m.message, AgentMessage::System(_)) => {
+                SessionEntry::Message(m) if matches!(*m.message, AgentMessage::System(_)) => {
                     return false;
                 }
                 SessionEntry::Compaction(c) if c.system_message.is_some() => return false,

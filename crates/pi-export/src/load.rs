@@ -119,7 +119,7 @@ fn entry_from_map(map: Map<String, Value>) -> SessionEntry {
         placeholder.insert("role".into(), Value::String("\u{0}placeholder".into()));
         envelope.insert("message".into(), Value::Object(placeholder));
         if let Ok(mut entry) = MessageEntry::from_map(envelope) {
-            entry.message = AgentMessage::Other(message.clone());
+            entry.message = std::sync::Arc::new(AgentMessage::Other(message.clone()));
             return SessionEntry::Message(entry);
         }
     }
@@ -149,7 +149,7 @@ mod tests {
             panic!("{:?}", s.entries[1])
         };
         assert_eq!(b.message.role(), "user");
-        assert!(matches!(b.message, AgentMessage::Other(_)));
+        assert!(matches!(*b.message, AgentMessage::Other(_)));
     }
 
     #[test]
@@ -194,6 +194,6 @@ mod tests {
             panic!()
         };
         assert_eq!(m.message.role(), "custom");
-        assert!(matches!(m.message, AgentMessage::Custom(_)));
+        assert!(matches!(*m.message, AgentMessage::Custom(_)));
     }
 }

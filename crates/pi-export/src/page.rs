@@ -46,7 +46,7 @@ pub fn render_page(
 
     push_header(&mut out, header, entries, name.as_deref(), &layout);
     let has_system = entries.iter().any(
-        |e| matches!(e, SessionEntry::Message(m) if matches!(m.message, AgentMessage::System(_))),
+        |e| matches!(e, SessionEntry::Message(m) if matches!(*m.message, AgentMessage::System(_))),
     );
     // Sessions that record their prompt show it in place; older ones get the exporter's.
     if !has_system && (options.system_prompt.is_some() || !options.tools.is_empty()) {
@@ -176,7 +176,7 @@ fn entry_text(entry: &SessionEntry) -> Option<String> {
     let SessionEntry::Message(m) = entry else {
         return None;
     };
-    let text = match &m.message {
+    let text = match &*m.message {
         AgentMessage::User(u) => match &u.content {
             StringOrBlocks::Text(t) => t.clone(),
             StringOrBlocks::Blocks(b) => crate::parts::blocks_text(b),
@@ -217,7 +217,7 @@ impl Stats {
         let mut s = Stats::default();
         for entry in entries {
             match entry {
-                SessionEntry::Message(m) => match &m.message {
+                SessionEntry::Message(m) => match &*m.message {
                     AgentMessage::User(_) => s.user += 1,
                     AgentMessage::ToolResult(_) => s.tool_results += 1,
                     AgentMessage::Assistant(a) => {

@@ -56,8 +56,11 @@ async fn main() {
             AgentMessage::User(UserMessage::new(StringOrBlocks::Text(question.clone()), 1)),
         ];
         let started = Instant::now();
-        let mut stream =
-            pi_local::stream(&model, LlmContext { messages }, StreamOptions::default());
+        let mut stream = pi_local::stream(
+            &model,
+            LlmContext::from_messages(messages),
+            StreamOptions::default(),
+        );
         let mut first = None;
         println!("> {question}");
         while let Some(ev) = stream.next().await {

@@ -281,17 +281,15 @@ mod tests {
 
     #[test]
     fn a_plain_conversation_is_system_then_turns_without_tool_text() {
-        let ctx = LlmContext {
-            messages: vec![
-                system("Be brief.", vec![]),
-                user("hi"),
-                assistant(
-                    vec![AssistantBlock::Text(TextContent::new("hello"))],
-                    StopReason::Stop,
-                ),
-                user("bye"),
-            ],
-        };
+        let ctx = LlmContext::from_messages(vec![
+            system("Be brief.", vec![]),
+            user("hi"),
+            assistant(
+                vec![AssistantBlock::Text(TextContent::new("hello"))],
+                StopReason::Stop,
+            ),
+            user("bye"),
+        ]);
         let p = render(&model(), &ctx, false);
         assert_eq!(
             p.turns,
@@ -309,25 +307,23 @@ mod tests {
     fn tool_calls_and_results_use_the_hermes_tags_and_failed_turns_are_dropped() {
         let mut args = Map::new();
         args.insert("path".into(), json!("."));
-        let ctx = LlmContext {
-            messages: vec![
-                system("Sys.", vec![tool("ls"), tool("read")]),
-                user("list"),
-                assistant(
-                    vec![AssistantBlock::Text(TextContent::new("oops"))],
-                    StopReason::Error,
-                ),
-                assistant(
-                    vec![
-                        AssistantBlock::ToolCall(ToolCall::new("c1", "ls", args.clone())),
-                        AssistantBlock::ToolCall(ToolCall::new("c2", "ls", args)),
-                    ],
-                    StopReason::ToolUse,
-                ),
-                result("c1", "a.txt"),
-                result("c2", "b.txt"),
-            ],
-        };
+        let ctx = LlmContext::from_messages(vec![
+            system("Sys.", vec![tool("ls"), tool("read")]),
+            user("list"),
+            assistant(
+                vec![AssistantBlock::Text(TextContent::new("oops"))],
+                StopReason::Error,
+            ),
+            assistant(
+                vec![
+                    AssistantBlock::ToolCall(ToolCall::new("c1", "ls", args.clone())),
+                    AssistantBlock::ToolCall(ToolCall::new("c2", "ls", args)),
+                ],
+                StopReason::ToolUse,
+            ),
+            result("c1", "a.txt"),
+            result("c2", "b.txt"),
+        ]);
         let p = render(&model(), &ctx, false);
         assert_eq!((p.tools.len(), p.tool_rounds), (2, 1));
         let with_examples = render(&model(), &ctx, true);

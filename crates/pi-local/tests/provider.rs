@@ -13,7 +13,11 @@ async fn only_event(model: &Model) -> AssistantMessage {
         StringOrBlocks::Text("hi".into()),
         1,
     ))];
-    let mut stream = pi_local::stream(model, LlmContext { messages }, StreamOptions::default());
+    let mut stream = pi_local::stream(
+        model,
+        LlmContext::from_messages(messages),
+        StreamOptions::default(),
+    );
     let Some(StreamEvent::Error { message }) = stream.next().await else {
         panic!("expected one error event");
     };

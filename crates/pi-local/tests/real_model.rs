@@ -56,7 +56,7 @@ async fn collect(
     messages: Vec<AgentMessage>,
     options: StreamOptions,
 ) -> (Vec<StreamEvent>, AssistantMessage) {
-    let mut stream = pi_local::stream(model, LlmContext { messages }, options);
+    let mut stream = pi_local::stream(model, LlmContext::from_messages(messages), options);
     let mut events = Vec::new();
     while let Some(ev) = stream.next().await {
         if let StreamEvent::Done { message } | StreamEvent::Error { message } = &ev {
@@ -165,7 +165,7 @@ async fn abort_stops_generation_within_one_token() {
         system("You are a storyteller.", vec![]),
         user("Tell me a very long story about a dragon and a castle."),
     ];
-    let mut stream = pi_local::stream(&model, LlmContext { messages }, options);
+    let mut stream = pi_local::stream(&model, LlmContext::from_messages(messages), options);
     let mut deltas_after = 0;
     let mut cancelled_at = None;
     let end = loop {
@@ -192,7 +192,11 @@ async fn abort_stops_generation_within_one_token() {
     // behind the rest of a 1024-token story.
     let started = Instant::now();
     let messages = vec![user("Say hi.")];
-    let mut next = pi_local::stream(&model, LlmContext { messages }, StreamOptions::default());
+    let mut next = pi_local::stream(
+        &model,
+        LlmContext::from_messages(messages),
+        StreamOptions::default(),
+    );
     assert!(matches!(next.next().await, Some(StreamEvent::Start { .. })));
     assert!(
         started.elapsed() < Duration::from_secs(5),

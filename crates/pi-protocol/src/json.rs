@@ -107,6 +107,16 @@ pub fn to_js_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_js
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
 }
 
+/// Writes `value` the way `JSON.stringify` would have, straight into `writer` (large values
+/// need no intermediate string).
+pub fn write_js<W: io::Write, T: Serialize + ?Sized>(
+    writer: W,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let mut ser = serde_json::Serializer::with_formatter(writer, JsFormatter);
+    value.serialize(&mut ser)
+}
+
 /// Serializes `value` as one JSONL record: `JSON.stringify(value) + "\n"`.
 pub fn to_js_line<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut s = to_js_string(value)?;

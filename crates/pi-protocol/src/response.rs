@@ -44,6 +44,22 @@ impl RpcResponse<Value> {
     }
 }
 
+/// The bytes of a successful response up to its `data` value: `{"id":…,"type":"response",
+/// "command":…,"success":true,"data":`. A large `data` is then written straight to the output
+/// and the record closed with `}` (see [`RpcResponse`] for the key order).
+pub fn data_prefix(id: Option<&Value>, command: &str) -> String {
+    let mut out = String::from("{");
+    if let Some(id) = id {
+        out.push_str("\"id\":");
+        out.push_str(&crate::json::to_js_string(id).unwrap_or_else(|_| "null".into()));
+        out.push(',');
+    }
+    out.push_str("\"type\":\"response\",\"command\":");
+    out.push_str(&crate::json::to_js_string(command).unwrap_or_else(|_| "null".into()));
+    out.push_str(",\"success\":true,\"data\":");
+    out
+}
+
 impl<T: Serialize> Serialize for RpcResponse<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
@@ -74,6 +90,20 @@ mod tests {
     use super::*;
     use crate::json::to_js_string;
     use serde_json::json;
+
+    #[test]
+    fn data_prefix_is_the_start_of_the_record() {
+        for id in [
+            None,
+            Some(json!("a\"b")),
+            Some(json!(7)),
+            Some(json!({"k": [1]})),
+        ] {
+            let whole = RpcResponse::new(id.clone(), "get_tree", Outcome::Data(json!([1])));
+            let streamed = format!("{}[1]}}", data_prefix(id.as_ref(), "get_tree"));
+            assert_eq!(streamed, to_js_string(&whole).unwrap());
+        }
+    }
 
     #[test]
     fn shapes_match_pi() {

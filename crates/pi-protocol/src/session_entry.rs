@@ -38,7 +38,7 @@ record! {
         req id: String = "id";
         nul parent_id: String = "parentId";
         req timestamp: String = "timestamp";
-        req message: AgentMessage = "message";
+        req message: std::sync::Arc<AgentMessage> = "message";
     }
 }
 
@@ -186,16 +186,19 @@ record! {
 /// Any session entry, discriminated by `type`. Entries of a type Pi 1.6.0 does not define are
 /// kept verbatim in [`SessionEntry::Other`] so a file still round-trips.
 #[derive(Debug, Clone, PartialEq)]
+///
+/// Large, rare entry types are boxed: a long session is mostly `message` entries, and every
+/// entry pays for the largest inline variant (472 bytes unboxed, 136 boxed).
 pub enum SessionEntry {
     Message(MessageEntry),
     ThinkingLevelChange(ThinkingLevelChangeEntry),
     ModelChange(ModelChangeEntry),
-    Usage(UsageEntry),
-    Compaction(CompactionEntry),
-    BranchSummary(BranchSummaryEntry),
-    Custom(CustomEntry),
-    CustomMessage(CustomMessageEntry),
-    ContextEdit(ContextEditEntry),
+    Usage(Box<UsageEntry>),
+    Compaction(Box<CompactionEntry>),
+    BranchSummary(Box<BranchSummaryEntry>),
+    Custom(Box<CustomEntry>),
+    CustomMessage(Box<CustomMessageEntry>),
+    ContextEdit(Box<ContextEditEntry>),
     Label(LabelEntry),
     SessionInfo(SessionInfoEntry),
     Other(Map<String, Value>),
@@ -211,7 +214,7 @@ macro_rules! entry_dispatch {
                     _ => return Ok(SessionEntry::Other(map)),
                 };
                 Ok(match kind.as_str() {
-                    $( $tag => SessionEntry::$variant(<$ty>::from_map(map)?), )*
+                    $( $tag => SessionEntry::$variant(<$ty>::from_map(map)?.into()), )*
                     _ => SessionEntry::Other(map),
                 })
             }
@@ -260,7 +263,7 @@ macro_rules! entry_dispatch {
 
         $(impl From<$ty> for SessionEntry {
             fn from(e: $ty) -> Self {
-                SessionEntry::$variant(e)
+                SessionEntry::$variant(e.into())
             }
         })*
     };

@@ -6,8 +6,35 @@
 
 use pi_protocol::json::to_js_string;
 use pi_session::SessionStore;
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+/// Counts live heap bytes, to tell the data's own size from allocator overhead in the RSS.
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static BLOCKS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        BLOCKS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        BLOCKS.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: ptr came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
 
 /// Peak resident set size in bytes (Linux), or 0.
 fn peak_rss() -> u64 {
@@ -51,6 +78,29 @@ fn main() {
     };
     let open = t.elapsed();
     let open_cpu = cpu_seconds() - cpu;
+    println!(
+        "after open: live heap {:.1} MB in {} blocks, peak RSS {:.1} MB",
+        LIVE.load(Ordering::Relaxed) as f64 / 1_048_576.0,
+        BLOCKS.load(Ordering::Relaxed),
+        peak_rss() as f64 / 1_048_576.0
+    );
+    if std::env::var_os("LOAD_BENCH_MALLOC_STATS").is_some() {
+        // SAFETY: glibc's report of its arenas, printed to stderr.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::malloc_stats()
+        };
+    }
+    if std::env::var_os("LOAD_BENCH_TRIM").is_some() {
+        // SAFETY: returns free heap pages to the system; no pointers are affected.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::malloc_trim(0)
+        };
+        let rss = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let line = rss.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("");
+        println!("after trim: {line}");
+    }
     if std::env::var_os("LOAD_BENCH_OPEN_ONLY").is_some() {
         println!("open {open:?} (CPU {open_cpu:.2} s)");
         return;

@@ -117,6 +117,14 @@ impl SessionStore {
 
     /// Appends a conversation message.
     pub fn append_message(&mut self, message: AgentMessage) -> Result<String> {
+        self.append_shared_message(std::sync::Arc::new(message))
+    }
+
+    /// Appends a message the caller keeps too (the agent's transcript): stored once, shared.
+    pub fn append_shared_message(
+        &mut self,
+        message: std::sync::Arc<AgentMessage>,
+    ) -> Result<String> {
         let (id, parent_id, timestamp) = self.next_meta();
         self.append_entry(SessionEntry::Message(MessageEntry {
             id,
@@ -164,7 +172,7 @@ impl SessionStore {
         note: Option<&str>,
     ) -> Result<String> {
         let (id, parent_id, timestamp) = self.next_meta();
-        self.append_entry(SessionEntry::Usage(UsageEntry {
+        self.append_entry(SessionEntry::from(UsageEntry {
             id,
             parent_id,
             timestamp,
@@ -190,7 +198,7 @@ impl SessionStore {
             sm
         });
         let first_kept_entry_id = params.first_kept_entry_id.unwrap_or_else(|| id.clone());
-        self.append_entry(SessionEntry::Compaction(CompactionEntry {
+        self.append_entry(SessionEntry::from(CompactionEntry {
             id,
             parent_id,
             timestamp,
@@ -212,7 +220,7 @@ impl SessionStore {
         data: Option<Value>,
     ) -> Result<String> {
         let (id, parent_id, timestamp) = self.next_meta();
-        self.append_entry(SessionEntry::Custom(CustomEntry {
+        self.append_entry(SessionEntry::from(CustomEntry {
             custom_type: custom_type.to_owned(),
             data,
             id,
@@ -231,7 +239,7 @@ impl SessionStore {
         details: Option<Value>,
     ) -> Result<String> {
         let (id, parent_id, timestamp) = self.next_meta();
-        self.append_entry(SessionEntry::CustomMessage(CustomMessageEntry {
+        self.append_entry(SessionEntry::from(CustomMessageEntry {
             custom_type: custom_type.to_owned(),
             content,
             display,
@@ -360,7 +368,7 @@ impl SessionStore {
         let from_id = self.leaf.clone().unwrap_or_else(|| "root".to_owned());
         self.leaf = branch_from.map(str::to_owned);
         let (id, parent_id, timestamp) = self.next_meta();
-        self.append_entry(SessionEntry::BranchSummary(BranchSummaryEntry {
+        self.append_entry(SessionEntry::from(BranchSummaryEntry {
             id,
             parent_id,
             timestamp,

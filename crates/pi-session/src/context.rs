@@ -25,6 +25,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 pub use crate::system_prompt::current_system_message;
 
@@ -33,7 +34,7 @@ pub use crate::system_prompt::current_system_message;
 /// the entries themselves.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContextMessage<'a> {
-    Stored(&'a AgentMessage),
+    Stored(&'a Arc<AgentMessage>),
     Built(Box<AgentMessage>),
 }
 
@@ -42,10 +43,11 @@ impl ContextMessage<'_> {
         ContextMessage::Built(Box::new(m))
     }
 
-    pub fn into_owned(self) -> AgentMessage {
+    /// The message to keep: a stored one is shared with its entry, not copied.
+    pub fn into_owned(self) -> Arc<AgentMessage> {
         match self {
-            ContextMessage::Stored(m) => m.clone(),
-            ContextMessage::Built(m) => *m,
+            ContextMessage::Stored(m) => Arc::clone(m),
+            ContextMessage::Built(m) => Arc::new(*m),
         }
     }
 }
@@ -91,7 +93,7 @@ pub struct SessionContext<'a> {
 
 impl SessionContext<'_> {
     /// The messages as owned values.
-    pub fn into_owned_messages(self) -> Vec<AgentMessage> {
+    pub fn into_owned_messages(self) -> Vec<Arc<AgentMessage>> {
         self.messages
             .into_iter()
             .map(ContextMessage::into_owned)
@@ -236,7 +238,7 @@ fn path_settings<'a>(path: impl Iterator<Item = &'a SessionEntry>) -> (String, O
                     model_id: m.model_id.clone(),
                 })
             }
-            SessionEntry::Message(m) => match &m.message {
+            SessionEntry::Message(m) => match &*m.message {
                 AgentMessage::Assistant(a) => {
                     model = Some(ModelRef {
                         provider: a.provider.clone(),
@@ -451,12 +453,12 @@ fn project_raw<'a>(m: &'a Map<String, Value>, out: &mut Vec<ContextMessage<'a>>)
 
 /// A stored message as the context shows it: `content: null` (or missing) becomes `""` for
 /// system messages and `[]` for user, assistant and tool-result messages.
-fn normalized(message: &AgentMessage) -> ContextMessage<'_> {
-    match message {
+fn normalized(message: &Arc<AgentMessage>) -> ContextMessage<'_> {
+    match &**message {
         AgentMessage::Other(m) if needs_content(m) => {
             ContextMessage::built(message_from_map(normalize_raw(m.clone())))
         }
-        other => ContextMessage::Stored(other),
+        _ => ContextMessage::Stored(message),
     }
 }
 

@@ -44,7 +44,7 @@ fn entry_from_map_lenient(mut map: Map<String, Value>) -> SessionEntry {
             return SessionEntry::Other(map);
         };
         if let Ok(mut entry) = MessageEntry::from_map(map.clone()) {
-            entry.message = message_from_map(message);
+            entry.message = std::sync::Arc::new(message_from_map(message));
             return SessionEntry::Message(entry);
         }
         map.insert("message".into(), Value::Object(message));
@@ -88,7 +88,7 @@ mod tests {
         let SessionEntry::Message(m) = e else {
             panic!("{e:?}")
         };
-        assert!(matches!(m.message, AgentMessage::Other(_)));
+        assert!(matches!(*m.message, AgentMessage::Other(_)));
         let e = load(
             r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"toolResult","content":[{"type":"audio"}]}}"#,
         );

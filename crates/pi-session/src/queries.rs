@@ -133,7 +133,7 @@ impl SessionStore {
                 SessionEntry::BranchSummary(b) => b.usage.iter().for_each(|u| add(tokens, cost, u)),
                 SessionEntry::Message(m) => {
                     s.total_messages += 1;
-                    match &m.message {
+                    match &*m.message {
                         AgentMessage::User(_) => s.user_messages += 1,
                         AgentMessage::ToolResult(t) => {
                             s.tool_results += 1;

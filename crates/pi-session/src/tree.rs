@@ -8,15 +8,19 @@
 
 use crate::store::{Label, SessionStore};
 use crate::time::parse_iso_ms;
-use pi_protocol::json::to_js_string;
+use pi_protocol::json::write_js;
 use pi_protocol::session_entry::SessionEntry;
+use std::io::Write;
 
 /// A view of the session tree.
 #[derive(Debug)]
 pub struct SessionTree<'a> {
     store: &'a SessionStore,
     roots: Vec<usize>,
-    children: Vec<Vec<usize>>,
+    /// Child lists in one buffer: the children of entry `i` are
+    /// `child_list[child_start[i]..child_start[i + 1]]` (no allocation per node).
+    child_start: Vec<usize>,
+    child_list: Vec<usize>,
 }
 
 impl SessionStore {
@@ -24,14 +28,29 @@ impl SessionStore {
     pub fn tree(&self) -> SessionTree<'_> {
         let n = self.entries.len();
         let mut roots = Vec::new();
-        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, e) in self.entries.iter().enumerate() {
-            let parent = match e.parent_id() {
+        let parents: Vec<Option<usize>> = self
+            .entries
+            .iter()
+            .map(|e| match e.parent_id() {
                 Some(p) if Some(p) != e.id() => self.by_id.get(p).copied(),
                 _ => None,
-            };
+            })
+            .collect();
+        let mut child_start = vec![0usize; n + 1];
+        for p in parents.iter().flatten() {
+            child_start[p + 1] += 1;
+        }
+        for i in 0..n {
+            child_start[i + 1] += child_start[i];
+        }
+        let mut fill = child_start.clone();
+        let mut child_list = vec![0usize; child_start[n]];
+        for (i, parent) in parents.iter().enumerate() {
             match parent {
-                Some(p) => children[p].push(i),
+                Some(p) => {
+                    child_list[fill[*p]] = i;
+                    fill[*p] += 1;
+                }
                 None => roots.push(i),
             }
         }
@@ -41,26 +60,31 @@ impl SessionStore {
                 .and_then(parse_iso_ms)
                 .unwrap_or(i64::MIN)
         };
-        for list in children.iter_mut().filter(|l| l.len() > 1) {
-            list.sort_by_key(time);
+        for w in child_start.windows(2).filter(|w| w[1] - w[0] > 1) {
+            // Stable: equal times keep file order.
+            child_list[w[0]..w[1]].sort_by_key(time);
         }
         SessionTree {
             store: self,
             roots,
-            children,
+            child_start,
+            child_list,
         }
     }
 }
 
 impl<'a> SessionTree<'a> {
-    /// Positions (in [`SessionStore::entries`]) of the root nodes, file order.
+    /// Positions (in file order) of the root entries.
     pub fn roots(&self) -> &[usize] {
         &self.roots
     }
 
     /// Positions of the children of the entry at `index`, oldest first.
     pub fn children(&self, index: usize) -> &[usize] {
-        self.children.get(index).map_or(&[], Vec::as_slice)
+        match (self.child_start.get(index), self.child_start.get(index + 1)) {
+            (Some(&a), Some(&b)) => &self.child_list[a..b],
+            _ => &[],
+        }
     }
 
     pub fn entry(&self, index: usize) -> &'a SessionEntry {
@@ -74,19 +98,20 @@ impl<'a> SessionTree<'a> {
 
     /// The tree as JSON: `[node, ...]`, exactly as `JSON.stringify(getTree())` writes it.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        let mut out = String::new();
+        let mut out = Vec::new();
         self.write_json(&mut out)?;
-        Ok(out)
+        // Only JSON text was written.
+        String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
     }
 
-    /// Appends the tree as JSON to `out` (see [`SessionTree::to_json`]).
-    pub fn write_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
-        // Each frame: a node whose children are being written, and the next child to write.
+    /// Writes the forest as JSON, iteratively: a linear 50,000-entry branch nests that deep,
+    /// which a recursive serializer could not survive.
+    pub fn write_json<W: Write + ?Sized>(&self, out: &mut W) -> Result<(), serde_json::Error> {
         let mut stack: Vec<(usize, usize)> = Vec::new();
-        out.push('[');
+        put(out, b"[")?;
         for (r, &root) in self.roots.iter().enumerate() {
             if r > 0 {
-                out.push(',');
+                put(out, b",")?;
             }
             self.open_node(root, out)?;
             stack.push((root, 0));
@@ -94,7 +119,7 @@ impl<'a> SessionTree<'a> {
                 let kids = self.children(*node);
                 if let Some(&child) = kids.get(*next) {
                     if *next > 0 {
-                        out.push(',');
+                        put(out, b",")?;
                     }
                     *next += 1;
                     self.open_node(child, out)?;
@@ -106,26 +131,35 @@ impl<'a> SessionTree<'a> {
                 }
             }
         }
-        out.push(']');
-        Ok(())
+        put(out, b"]")
     }
 
-    fn open_node(&self, index: usize, out: &mut String) -> Result<(), serde_json::Error> {
-        out.push_str("{\"entry\":");
-        out.push_str(&to_js_string(self.entry(index))?);
-        out.push_str(",\"children\":[");
-        Ok(())
+    fn open_node<W: Write + ?Sized>(
+        &self,
+        index: usize,
+        out: &mut W,
+    ) -> Result<(), serde_json::Error> {
+        put(out, b"{\"entry\":")?;
+        write_js(&mut *out, self.entry(index))?;
+        put(out, b",\"children\":[")
     }
 
-    fn close_node(&self, index: usize, out: &mut String) -> Result<(), serde_json::Error> {
-        out.push(']');
+    fn close_node<W: Write + ?Sized>(
+        &self,
+        index: usize,
+        out: &mut W,
+    ) -> Result<(), serde_json::Error> {
+        put(out, b"]")?;
         if let Some(l) = self.label(index) {
-            out.push_str(",\"label\":");
-            out.push_str(&to_js_string(&l.label)?);
-            out.push_str(",\"labelTimestamp\":");
-            out.push_str(&to_js_string(&l.timestamp)?);
+            put(out, b",\"label\":")?;
+            write_js(&mut *out, &l.label)?;
+            put(out, b",\"labelTimestamp\":")?;
+            write_js(&mut *out, &l.timestamp)?;
         }
-        out.push('}');
-        Ok(())
+        put(out, b"}")
     }
+}
+
+fn put<W: Write + ?Sized>(out: &mut W, bytes: &[u8]) -> Result<(), serde_json::Error> {
+    out.write_all(bytes).map_err(serde_json::Error::io)
 }

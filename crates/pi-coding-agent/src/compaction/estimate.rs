@@ -153,6 +153,12 @@ impl AsMessage for AgentMessage {
     }
 }
 
+impl AsMessage for std::sync::Arc<AgentMessage> {
+    fn message(&self) -> &AgentMessage {
+        self
+    }
+}
+
 impl AsMessage for pi_session::ContextMessage<'_> {
     fn message(&self) -> &AgentMessage {
         self

@@ -3,7 +3,7 @@
 //! Thinking is left out; long tool results are cut.
 
 use super::estimate::js_len;
-use crate::runtime::llm_context::convert_to_llm;
+use crate::runtime::llm_context::converted;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
 use pi_protocol::json::to_js_string;
 use pi_protocol::message::AgentMessage;
@@ -58,7 +58,7 @@ fn tool_call_text(name: &str, args: &serde_json::Map<String, serde_json::Value>)
 /// separated by blank lines.
 pub fn serialize_conversation(messages: &[AgentMessage]) -> String {
     let mut parts = Vec::new();
-    for message in convert_to_llm(messages) {
+    for message in messages.iter().filter_map(converted) {
         match &message {
             AgentMessage::User(u) => {
                 let text = match &u.content {

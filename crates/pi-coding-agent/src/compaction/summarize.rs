@@ -262,9 +262,8 @@ impl Summarizer<'_> {
             cache_retention: Some(CacheRetention::None),
             ..StreamOptions::default()
         };
-        let context = LlmContext {
-            messages: vec![AgentMessage::System(system), AgentMessage::User(user)],
-        };
+        let context =
+            LlmContext::from_messages(vec![AgentMessage::System(system), AgentMessage::User(user)]);
         let mut stream = (self.stream)(&self.model, context, options);
         loop {
             match stream.next().await {

@@ -61,8 +61,8 @@ fn prepare(s: &SessionStore, keep: u64) -> Option<Preparation> {
     prepare_compaction(&projection, &branch, keep)
 }
 
-fn roles(messages: &[AgentMessage]) -> Vec<&str> {
-    messages.iter().map(|m| m.role()).collect()
+fn roles<M: super::estimate::AsMessage>(messages: &[M]) -> Vec<&str> {
+    messages.iter().map(|m| m.message().role()).collect()
 }
 
 #[test]

@@ -36,7 +36,7 @@ pub struct CheckInput<'a> {
     pub model: &'a Model,
     pub settings: CompactionSettings,
     /// The agent's transcript (for estimates when the response has no usable usage).
-    pub agent_messages: &'a [AgentMessage],
+    pub agent_messages: &'a [std::sync::Arc<AgentMessage>],
     /// False for the check before a prompt, which also looks at aborted responses.
     pub skip_aborted: bool,
 }
@@ -48,7 +48,7 @@ pub fn persisted_entry_id<'a>(
 ) -> Option<&'a str> {
     branch.iter().rev().find_map(|e| match e {
         SessionEntry::Message(m)
-            if m.message.timestamp() == message.timestamp() && m.message == *message =>
+            if m.message.timestamp() == message.timestamp() && *m.message == *message =>
         {
             Some(m.id.as_str())
         }
@@ -131,7 +131,7 @@ pub fn check(store: &SessionStore, input: &CheckInput<'_>) -> Trigger {
         let estimate = estimate_context_tokens(input.agent_messages);
         // Usage from before the latest compaction describes the old, larger context.
         if let Some(i) = estimate.last_usage_index
-            && let AgentMessage::Assistant(a) = &input.agent_messages[i]
+            && let AgentMessage::Assistant(a) = &*input.agent_messages[i]
             && compaction.is_some()
             && !is_newer_than(a.timestamp, compaction)
         {

@@ -83,7 +83,8 @@ async fn serve(
 
 /// Text mode's output: the last assistant message's text blocks, or its error on stderr.
 async fn print_answer(rt: &Runtime, out: &Output) -> i32 {
-    let Some(AgentMessage::Assistant(last)) = rt.messages().pop() else {
+    let last = rt.messages().pop();
+    let Some(AgentMessage::Assistant(last)) = last.as_deref() else {
         return 0;
     };
     if matches!(last.stop_reason, StopReason::Error | StopReason::Aborted) {

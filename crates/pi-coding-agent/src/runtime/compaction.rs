@@ -212,7 +212,7 @@ impl Core {
     pub async fn check_compaction_before_prompt(&self) {
         let last = self.agent().and_then(|a| {
             a.with_state(|s| {
-                s.messages.iter().rev().find_map(|m| match m {
+                s.messages.iter().rev().find_map(|m| match &**m {
                     AgentMessage::Assistant(a) => Some(a.clone()),
                     _ => None,
                 })
@@ -283,7 +283,11 @@ impl Core {
 
     /// Hides a failed attempt and its tool results from the context with `context_edit`
     /// entries, so the retried turn does not see it.
-    async fn omit_recovery_attempt(&self, message: &AssistantMessage, agent: &[AgentMessage]) {
+    async fn omit_recovery_attempt(
+        &self,
+        message: &AssistantMessage,
+        agent: &[std::sync::Arc<AgentMessage>],
+    ) {
         let wrapped = AgentMessage::Assistant(message.clone());
         let call_ids: Vec<&str> = message
             .content
@@ -294,15 +298,15 @@ impl Core {
             })
             .collect();
         let mut targets = vec![wrapped.clone()];
-        if let Some(at) = agent.iter().position(|m| *m == wrapped) {
+        if let Some(at) = agent.iter().position(|m| **m == wrapped) {
             targets.extend(
                 agent[at + 1..]
                     .iter()
                     .take_while(|m| m.role() != "assistant")
                     .filter(|m| {
-                        matches!(m, AgentMessage::ToolResult(t) if call_ids.contains(&t.tool_call_id.as_str()))
+                        matches!(&***m, AgentMessage::ToolResult(t) if call_ids.contains(&t.tool_call_id.as_str()))
                     })
-                    .cloned(),
+                    .map(|m| (**m).clone()),
             );
         }
         for target in &targets {

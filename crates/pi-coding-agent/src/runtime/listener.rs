@@ -11,6 +11,7 @@ use pi_protocol::event::SessionEvent;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::usage::StopReason;
 use pi_session::user_text;
+use std::sync::Arc;
 
 impl AgentListener for Core {
     fn on_event<'a>(&'a self, event: &'a AgentEvent) -> BoxFuture<'a> {
@@ -59,9 +60,8 @@ impl Core {
             _ => false,
         };
         self.emit_agent(event, will_retry).await;
-        if let AgentEvent::MessageEnd {
-            message: AgentMessage::Assistant(a),
-        } = event
+        if let AgentEvent::MessageEnd { message } = event
+            && let AgentMessage::Assistant(a) = &**message
         {
             let finished_retry = {
                 let mut run = lock(&self.run);
@@ -86,14 +86,16 @@ impl Core {
         }
     }
 
-    fn persist_message(&self, message: &AgentMessage) {
+    fn persist_message(&self, message: &Arc<AgentMessage>) {
         let result = {
             let mut session = lock(&self.session);
-            match message {
+            match &**message {
                 AgentMessage::System(_)
                 | AgentMessage::User(_)
                 | AgentMessage::Assistant(_)
-                | AgentMessage::ToolResult(_) => session.append_message(message.clone()).map(Some),
+                | AgentMessage::ToolResult(_) => {
+                    session.append_shared_message(Arc::clone(message)).map(Some)
+                }
                 AgentMessage::Custom(c) => session
                     .append_custom_message_entry(
                         &c.custom_type,
@@ -109,7 +111,7 @@ impl Core {
         match result {
             Ok(Some(id)) => {
                 let mut run = lock(&self.run);
-                match message {
+                match &**message {
                     AgentMessage::Assistant(_) => {
                         run.last_assistant_entry = Some(id);
                         run.tool_result_entries.clear();

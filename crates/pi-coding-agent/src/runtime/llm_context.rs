@@ -6,6 +6,7 @@
 
 use pi_protocol::content::{StringOrBlocks, TextContent, UserBlock, UserContent};
 use pi_protocol::message::{AgentMessage, BashExecutionMessage, UserMessage};
+use std::sync::Arc;
 
 // Prompt text, so ours (the conformance normalizer treats Pi's and ours alike).
 const COMPACTION_SUMMARY_OPEN: &str =
@@ -44,39 +45,51 @@ fn user_text(text: String, timestamp: u64) -> AgentMessage {
 }
 
 /// Maps the transcript to the four roles a provider understands, dropping what it must not see.
-pub fn convert_to_llm(messages: &[AgentMessage]) -> Vec<AgentMessage> {
+pub fn convert_to_llm(messages: &[Arc<AgentMessage>]) -> Vec<Arc<AgentMessage>> {
     messages
         .iter()
-        .filter_map(|m| match m {
+        .filter_map(|m| match &**m {
+            // Shared with the transcript, not copied.
             AgentMessage::System(_)
             | AgentMessage::User(_)
             | AgentMessage::Assistant(_)
-            | AgentMessage::ToolResult(_) => Some(m.clone()),
-            AgentMessage::BashExecution(b) if b.exclude_from_context == Some(true) => None,
-            AgentMessage::BashExecution(b) => Some(user_text(bash_execution_text(b), b.timestamp)),
-            AgentMessage::Custom(c) => {
-                let content: UserContent = match &c.content {
-                    StringOrBlocks::Text(s) => {
-                        StringOrBlocks::Blocks(vec![UserBlock::Text(TextContent::new(s.clone()))])
-                    }
-                    blocks => blocks.clone(),
-                };
-                Some(AgentMessage::User(UserMessage::new(content, c.timestamp)))
-            }
-            AgentMessage::BranchSummary(b) => Some(user_text(
-                format!("{BRANCH_SUMMARY_OPEN}{}{BRANCH_SUMMARY_CLOSE}", b.summary),
-                b.timestamp,
-            )),
-            AgentMessage::CompactionSummary(c) => Some(user_text(
-                format!(
-                    "{COMPACTION_SUMMARY_OPEN}{}{COMPACTION_SUMMARY_CLOSE}",
-                    c.summary
-                ),
-                c.timestamp,
-            )),
-            AgentMessage::Other(_) => None,
+            | AgentMessage::ToolResult(_) => Some(Arc::clone(m)),
+            other => converted(other).map(Arc::new),
         })
         .collect()
+}
+
+/// What one message becomes for the model, if anything.
+pub fn converted(m: &AgentMessage) -> Option<AgentMessage> {
+    match m {
+        AgentMessage::System(_)
+        | AgentMessage::User(_)
+        | AgentMessage::Assistant(_)
+        | AgentMessage::ToolResult(_) => Some(m.clone()),
+        AgentMessage::BashExecution(b) if b.exclude_from_context == Some(true) => None,
+        AgentMessage::BashExecution(b) => Some(user_text(bash_execution_text(b), b.timestamp)),
+        AgentMessage::Custom(c) => {
+            let content: UserContent = match &c.content {
+                StringOrBlocks::Text(s) => {
+                    StringOrBlocks::Blocks(vec![UserBlock::Text(TextContent::new(s.clone()))])
+                }
+                blocks => blocks.clone(),
+            };
+            Some(AgentMessage::User(UserMessage::new(content, c.timestamp)))
+        }
+        AgentMessage::BranchSummary(b) => Some(user_text(
+            format!("{BRANCH_SUMMARY_OPEN}{}{BRANCH_SUMMARY_CLOSE}", b.summary),
+            b.timestamp,
+        )),
+        AgentMessage::CompactionSummary(c) => Some(user_text(
+            format!(
+                "{COMPACTION_SUMMARY_OPEN}{}{COMPACTION_SUMMARY_CLOSE}",
+                c.summary
+            ),
+            c.timestamp,
+        )),
+        AgentMessage::Other(_) => None,
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +137,6 @@ mod tests {
     fn excluded_bash_output_is_dropped() {
         let mut b = bash("secret", Some(0), false);
         b.exclude_from_context = Some(true);
-        assert!(convert_to_llm(&[AgentMessage::BashExecution(b)]).is_empty());
+        assert!(convert_to_llm(&[Arc::new(AgentMessage::BashExecution(b))]).is_empty());
     }
 }

@@ -303,7 +303,7 @@ impl Core {
         agent: &pi_agent::Agent,
     ) -> Option<pi_protocol::message::SystemMessage> {
         let (transcript_sections, tool_names) = agent.with_state(|s| {
-            let systems = s.messages.iter().filter_map(|m| match m {
+            let systems = s.messages.iter().filter_map(|m| match &**m {
                 AgentMessage::System(sys) => Some(sys),
                 _ => None,
             });

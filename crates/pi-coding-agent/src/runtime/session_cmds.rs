@@ -24,35 +24,9 @@ impl Runtime {
         Ok(())
     }
 
-    /// `get_entries` data as a JSON string (entries can be large: no intermediate tree).
-    pub fn entries_json(&self, since: Option<&str>) -> Result<String, String> {
-        let session = lock(&self.core.session);
-        let entries = session.entries_since(since).map_err(|e| e.to_string())?;
-        let mut out = String::from("{\"entries\":[");
-        for (i, e) in entries.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&pi_protocol::json::to_js_string(e).map_err(|e| e.to_string())?);
-        }
-        out.push_str("],\"leafId\":");
-        out.push_str(&leaf_json(session.leaf_id()));
-        out.push('}');
-        Ok(out)
-    }
-
-    /// `get_tree` data as a JSON string.
-    pub fn tree_json(&self) -> Result<String, String> {
-        let session = lock(&self.core.session);
-        let mut out = String::from("{\"tree\":");
-        session
-            .tree()
-            .write_json(&mut out)
-            .map_err(|e| e.to_string())?;
-        out.push_str(",\"leafId\":");
-        out.push_str(&leaf_json(session.leaf_id()));
-        out.push('}');
-        Ok(out)
+    /// The session, locked (large responses are written from it directly).
+    pub fn session(&self) -> std::sync::MutexGuard<'_, pi_session::SessionStore> {
+        lock(&self.core.session)
     }
 
     /// The session file's header line (JSON mode writes it first).
@@ -71,13 +45,6 @@ impl Runtime {
     }
 }
 
-fn leaf_json(leaf: Option<&str>) -> String {
-    match leaf {
-        Some(id) => pi_protocol::json::to_js_string(id).unwrap_or_else(|_| "null".into()),
-        None => "null".into(),
-    }
-}
-
 impl Core {
     /// RPC `bash` results held while a run was active go into the session once it settles.
     pub fn flush_pending_bash(&self) {
@@ -88,7 +55,7 @@ impl Core {
                 eprintln!("pi: could not write to the session file: {e}");
             }
             if let Some(agent) = self.agent() {
-                agent.with_state(|s| s.messages.push(message));
+                agent.with_state(|s| s.messages.push(std::sync::Arc::new(message)));
             }
         }
     }

@@ -353,7 +353,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     });
     let config = AgentConfig {
         stream_fn: Arc::new(pi_ai::stream),
-        convert_to_llm: Arc::new(|messages: &[AgentMessage]| {
+        convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {
             super::llm_context::convert_to_llm(messages)
         }),
         listener: core.clone(),

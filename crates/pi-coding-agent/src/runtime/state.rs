@@ -33,18 +33,8 @@ impl Runtime {
         }
     }
 
-    /// `get_messages` data, serialized straight from the transcript (a long session's context
-    /// can be hundreds of MB: no clone, no intermediate JSON tree).
-    pub fn messages_json(&self) -> Result<String, String> {
-        self.agent.with_state(|s| {
-            let mut out = String::from("{\"messages\":");
-            out.push_str(&pi_protocol::json::to_js_string(&s.messages).map_err(|e| e.to_string())?);
-            out.push('}');
-            Ok(out)
-        })
-    }
-
-    pub fn messages(&self) -> Vec<AgentMessage> {
+    /// The transcript (shared, not copied: `get_messages` serializes it from here).
+    pub fn messages(&self) -> Vec<std::sync::Arc<AgentMessage>> {
         self.agent.messages()
     }
 
@@ -53,7 +43,7 @@ impl Runtime {
     pub fn last_assistant_text(&self) -> Option<String> {
         self.agent.with_state(|s| {
             for m in s.messages.iter().rev() {
-                let AgentMessage::Assistant(a) = m else {
+                let AgentMessage::Assistant(a) = &**m else {
                     continue;
                 };
                 let text: String = a

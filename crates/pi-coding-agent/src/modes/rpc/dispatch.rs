@@ -2,13 +2,13 @@
 //! calling into the session runtime.
 
 use super::in_flight::InFlight;
+use super::large;
 use super::output::Output;
 use crate::runtime::{Preflight, PromptRequest, Runtime};
 use pi_protocol::js_parse::parse_js_json;
 use pi_protocol::json::to_js_line;
 use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, StreamingBehavior, decode_command};
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 /// Handles one framed line: parse, decode, run, answer.
@@ -113,13 +113,6 @@ fn to_value<T: Serialize>(v: &T) -> Outcome<Value> {
     }
 }
 
-fn raw(json: Result<String, String>) -> Outcome<Box<RawValue>> {
-    match json.and_then(|s| RawValue::from_string(s).map_err(|e| e.to_string())) {
-        Ok(r) => Outcome::Data(r),
-        Err(e) => Outcome::Error(e),
-    }
-}
-
 async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runtime) {
     let name = command.type_name();
     let outcome: Outcome<Value> = match command {
@@ -158,7 +151,7 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
         }
         RpcCommand::GetState {} => to_value(&rt.state()),
         RpcCommand::GetMessages {} => {
-            respond(out, id, name, raw(rt.messages_json())).await;
+            large::get_messages(out, rt, id).await;
             return;
         }
         RpcCommand::GetAvailableModels {} => to_value(&json!({"models": rt.available_models()})),
@@ -219,11 +212,11 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             Outcome::Data(json!({"messages": messages}))
         }
         RpcCommand::GetEntries { since } => {
-            respond(out, id, name, raw(rt.entries_json(since.as_deref()))).await;
+            large::get_entries(out, rt, id, since).await;
             return;
         }
         RpcCommand::GetTree {} => {
-            respond(out, id, name, raw(rt.tree_json())).await;
+            large::get_tree(out, rt, id).await;
             return;
         }
         RpcCommand::GetSessionStats {} => to_value(&rt.session_stats()),

@@ -3,6 +3,7 @@
 mod dispatch;
 mod framing;
 mod in_flight;
+mod large;
 pub(crate) mod output;
 mod signals;
 
