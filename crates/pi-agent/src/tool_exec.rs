@@ -99,7 +99,7 @@ fn result_message(f: Finalized) -> ToolResultMessage {
         tool_name: f.call.name,
         content: f.result.content,
         details: f.result.details,
-        usage: f.result.usage,
+        usage: f.result.usage.map(Box::new),
         nested_calls: None,
         is_error: f.is_error,
         duration_ms: f.duration_ms,

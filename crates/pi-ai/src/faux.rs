@@ -253,7 +253,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         let mut msg = base;
         msg.stop_reason = StopReason::Error;
         msg.error_message = Some("No more faux responses queued".into());
-        msg.usage = usage_for(&context, &[]);
+        *msg.usage = usage_for(&context, &[]);
         return out
             .emit(StreamEvent::Error {
                 message: finish(msg, started),
@@ -262,7 +262,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
     };
     let usage = usage_for(&context, &script.content);
     let mut partial = base.clone();
-    partial.usage = usage.clone();
+    *partial.usage = usage.clone();
     partial.response_id = script.response_id.clone();
     let cancel = options.cancel.clone();
     let aborted = |partial: &AssistantMessage| {

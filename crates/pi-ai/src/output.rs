@@ -114,7 +114,7 @@ impl Output {
 
     /// A copy of the usage as it stands.
     pub fn usage(&self) -> Usage {
-        self.msg.usage.clone()
+        (*self.msg.usage).clone()
     }
 
     /// True once the consumer dropped its end; the adapter should stop.

@@ -571,7 +571,13 @@ impl Parser<'_> {
     /// `building`).
     fn string(&mut self, building: bool) -> Result<String, Fail> {
         self.pos += 1;
-        let mut out = String::new();
+        // One allocation of the final size (escapes only shorten): growing by pushes and then
+        // shrinking cost more than parsing on large session files.
+        let mut out = if building {
+            String::with_capacity(string_extent(&self.bytes[self.pos..]))
+        } else {
+            String::new()
+        };
         let mut run_start = self.pos;
         loop {
             // Find the next byte that needs attention; everything else is copied verbatim.
@@ -662,6 +668,23 @@ impl Parser<'_> {
 /// The offset of the first byte in `bytes` that ends a verbatim run inside a string (`"`, `\`
 /// or a control character), looking at eight bytes at a time.
 #[inline]
+/// The number of bytes before the closing quote of a string body (escapes skipped), or all of
+/// `bytes` when there is none.
+fn string_extent(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(offset) = memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+        i += offset;
+        if bytes[i] == b'"' {
+            return i;
+        }
+        i += 2;
+        if i >= bytes.len() {
+            break;
+        }
+    }
+    bytes.len()
+}
+
 fn find_special(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;

@@ -108,7 +108,8 @@ record! {
         req api: String = "api";
         req provider: String = "provider";
         req model: String = "model";
-        req usage: Usage = "usage";
+        /// Boxed: every message of a loaded session is as large as this, the largest variant.
+        req usage: Box<Usage> = "usage";
         req stop_reason: StopReason = "stopReason";
         req timestamp: u64 = "timestamp" via crate::num::de_u64;
         /// Provider-native effort level used for this response.
@@ -156,7 +157,7 @@ impl AssistantMessage {
             api: api.into(),
             provider: provider.into(),
             model: model.into(),
-            usage: Usage::zero(),
+            usage: Box::new(Usage::zero()),
             stop_reason,
             timestamp,
             provider_thinking_level: None,
@@ -194,7 +195,7 @@ record! {
         req tool_name: String = "toolName";
         req content: Vec<UserBlock> = "content";
         any details: Value = "details";
-        opt usage: Usage = "usage";
+        opt usage: Box<Usage> = "usage";
         opt nested_calls: NestedToolCalls = "nestedCalls";
         req is_error: bool = "isError";
         /// Monotonic milliseconds the tool's execution took; absent when it never ran.

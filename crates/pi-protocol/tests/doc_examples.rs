@@ -256,7 +256,7 @@ fn assert_pi_order(where_: &str, m: &AgentMessage) {
         AgentMessage::User(u) => canonical(u.rest.order().is_canonical(), "user message"),
         AgentMessage::ToolResult(t) => {
             canonical(t.rest.order().is_canonical(), "tool result");
-            canonical(t.usage.as_ref().is_none_or(usage_ok), "tool result usage");
+            canonical(t.usage.as_deref().is_none_or(usage_ok), "tool result usage");
         }
         AgentMessage::BashExecution(b) => canonical(b.rest.order().is_canonical(), "bash message"),
         AgentMessage::Custom(c) => canonical(c.rest.order().is_canonical(), "custom message"),

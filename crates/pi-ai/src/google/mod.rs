@@ -392,7 +392,7 @@ impl State {
                 ..Usage::zero()
             };
             calculate_cost(model, &mut usage);
-            out.msg.usage = usage;
+            *out.msg.usage = usage;
         }
         Ok(())
     }

@@ -267,7 +267,7 @@ impl State {
         }
         let usage = chunk.get("usage").filter(|u| is_truthy_obj(u));
         if let Some(u) = usage {
-            out.msg.usage = parse_usage(u, model);
+            *out.msg.usage = parse_usage(u, model);
         }
         let Some(choice) = chunk
             .get("choices")
@@ -279,7 +279,7 @@ impl State {
         if usage.is_none()
             && let Some(u) = choice.get("usage").filter(|u| is_truthy_obj(u))
         {
-            out.msg.usage = parse_usage(u, model);
+            *out.msg.usage = parse_usage(u, model);
         }
         if let Some(reason) = choice
             .get("finish_reason")

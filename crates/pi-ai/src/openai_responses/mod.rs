@@ -553,7 +553,7 @@ impl State {
             let us = &r["usage"];
             let cached = u(&us["input_tokens_details"]["cached_tokens"]);
             let write = u(&us["input_tokens_details"]["cache_write_tokens"]);
-            out.msg.usage = Usage {
+            *out.msg.usage = Usage {
                 input: u(&us["input_tokens"]).saturating_sub(cached + write),
                 output: u(&us["output_tokens"]),
                 cache_read: cached,

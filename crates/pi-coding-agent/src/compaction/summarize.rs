@@ -182,7 +182,7 @@ impl Summarizer<'_> {
                 _ => None,
             })
             .collect();
-        Ok((text.join("\n"), response.usage))
+        Ok((text.join("\n"), *response.usage))
     }
 
     /// Pi's `retryAssistantCall`: retries retryable errors with the agent's backoff.

@@ -248,7 +248,7 @@ fn reply(stop: StopReason, text: &str, error: Option<&str>, input: u64) -> Assis
         m.content = vec![AssistantBlock::Text(TextContent::new(text))];
     }
     m.error_message = error.map(str::to_string);
-    m.usage = Usage {
+    *m.usage = Usage {
         input,
         total_tokens: input,
         ..Usage::zero()

@@ -8,30 +8,40 @@
 //! reading stalls producers instead of growing memory.
 //!
 //! A record too large to build in memory (`get_messages`, `get_tree`, `get_entries` of a long
-//! session are each about the size of the session file) is written by a producer on a blocking
-//! thread in chunks; the writer takes the chunks in order before any later record.
+//! session are each about the size of the session file) is queued as a producer that the
+//! writer thread runs in its turn, serializing straight into the output buffer: no copy, no
+//! hand-off between threads.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Mutex;
-use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 use tokio::sync::mpsc;
 
 /// Records buffered between producers and the writer before producers wait.
 const CHANNEL_RECORDS: usize = 1024;
-/// Bytes per chunk of a streamed record, and chunks queued before its producer waits.
-const CHUNK: usize = 256 * 1024;
-const CHUNKS_IN_FLIGHT: usize = 4;
+/// Requested capacity of the stdout pipe (Linux's default unprivileged maximum).
+const STDOUT_PIPE_BYTES: libc::c_int = 1 << 20;
+
+/// A record written by the writer thread itself (it must end with `\n`).
+type Producer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + Send>;
 
 /// What the writer takes from the queue.
-#[derive(Debug)]
 enum Item {
     /// One complete record.
     Record(String),
-    /// One record in chunks, complete when the sender is dropped.
-    Stream(std_mpsc::Receiver<Vec<u8>>),
+    /// One record written by its producer.
+    Produce(Producer),
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Item::Record(r) => f.debug_tuple("Record").field(r).finish(),
+            Item::Produce(_) => f.write_str("Produce"),
+        }
+    }
 }
 
 /// A cloneable handle that queues complete JSONL records for stdout.
@@ -60,9 +70,9 @@ impl Output {
         self.tx.send(Item::Record(record)).await.is_ok()
     }
 
-    /// Queues one record that `produce` writes (including its final `\n`) on a blocking
-    /// thread, in chunks, so its size never sits in memory. Nothing else is written between
-    /// its chunks. Returns false once the writer is gone.
+    /// Queues one record that `produce` writes (including its final `\n`) when its turn
+    /// comes, on the writer thread, so its size never sits in memory. Nothing else is written
+    /// inside it. Returns false once the writer is gone.
     pub async fn send_streamed<F>(&self, produce: F) -> bool
     where
         F: FnOnce(&mut dyn Write) -> io::Result<()> + Send + 'static,
@@ -70,62 +80,7 @@ impl Output {
         if self.muted {
             return true;
         }
-        let (tx, rx) = std_mpsc::sync_channel(CHUNKS_IN_FLIGHT);
-        if self.tx.send(Item::Stream(rx)).await.is_err() {
-            return false;
-        }
-        let done = tokio::task::spawn_blocking(move || {
-            let mut chunks = ChunkWriter {
-                tx,
-                buf: Vec::with_capacity(CHUNK),
-            };
-            let produced = produce(&mut chunks);
-            if let Err(e) = &produced {
-                eprintln!("pi: could not write a record: {e}");
-                // The writer is gone, or (never for our types) serialization failed midway:
-                // end the line so the stream stays line-framed.
-                chunks.buf.push(b'\n');
-            }
-            chunks.finish().and(produced)
-        })
-        .await;
-        matches!(done, Ok(Ok(())))
-    }
-}
-
-/// The producer side of a streamed record.
-struct ChunkWriter {
-    tx: std_mpsc::SyncSender<Vec<u8>>,
-    buf: Vec<u8>,
-}
-
-impl ChunkWriter {
-    fn send_buf(&mut self) -> io::Result<()> {
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        self.tx
-            .send(chunk)
-            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
-    }
-
-    fn finish(mut self) -> io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        self.send_buf()
-    }
-}
-
-impl Write for ChunkWriter {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.buf.extend_from_slice(bytes);
-        if self.buf.len() >= CHUNK {
-            self.send_buf()?;
-        }
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        self.tx.send(Item::Produce(Box::new(produce))).await.is_ok()
     }
 }
 
@@ -162,7 +117,15 @@ pub fn start() -> io::Result<(Output, Writer)> {
 fn write_item(out: &mut impl Write, item: Item) -> io::Result<()> {
     match item {
         Item::Record(record) => out.write_all(record.as_bytes()),
-        Item::Stream(chunks) => chunks.iter().try_for_each(|c| out.write_all(&c)),
+        Item::Produce(produce) => match produce(out) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // Serialization failed midway (never for our types) or stdout failed: end the
+                // line so the stream stays line-framed; a stdout failure fails this write too.
+                eprintln!("pi: could not write a record: {e}");
+                out.write_all(b"\n")
+            }
+        },
     }
 }
 
@@ -204,6 +167,9 @@ fn take_over_stdout() -> io::Result<File> {
             libc::close(private);
             return Err(err);
         }
+        // A larger pipe (when stdout is one) takes a large record in far fewer write/wake-up
+        // rounds with the client; failure (not a pipe, over the system limit) changes nothing.
+        libc::fcntl(private, libc::F_SETPIPE_SZ, STDOUT_PIPE_BYTES);
         Ok(File::from(OwnedFd::from_raw_fd(private)))
     }
 }
