@@ -136,28 +136,47 @@ pub fn bad_tag(key: &str, expected: &str, got: &Value) -> serde_json::Error {
     serde::de::Error::custom(format!("expected `{key}` to be \"{expected}\", got {got}"))
 }
 
-/// Tracks whether the keys of an input object appeared in canonical order.
+/// Tracks whether the keys of an input object appeared in canonical order, remembering the
+/// order as canonical positions (no copy of the key names: most records are canonical).
 #[doc(hidden)]
 pub struct OrderTracker {
-    keys: Vec<String>,
+    /// Canonical position of each key in input order, [`UNKNOWN_KEY`] for unmodelled keys;
+    /// inline up to [`INLINE_KEYS`] keys.
+    inline: [u8; INLINE_KEYS],
+    len: usize,
+    spill: Vec<u8>,
     last: Option<usize>,
     seen_unknown: bool,
     canonical: bool,
 }
 
+const INLINE_KEYS: usize = 16;
+const UNKNOWN_KEY: u8 = u8::MAX;
+
 impl OrderTracker {
-    pub fn new(len: usize) -> Self {
+    pub fn new(_len: usize) -> Self {
         OrderTracker {
-            keys: Vec::with_capacity(len),
+            inline: [0; INLINE_KEYS],
+            len: 0,
+            spill: Vec::new(),
             last: None,
             seen_unknown: false,
             canonical: true,
         }
     }
 
-    /// Notes key `key` at canonical position `pos` (`None` for an unknown key).
-    pub fn note(&mut self, key: &str, pos: Option<usize>) {
-        self.keys.push(key.to_string());
+    /// Notes the next key, at canonical position `pos` (`None` for an unknown key).
+    pub fn note(&mut self, _key: &str, pos: Option<usize>) {
+        let code = pos.map_or(UNKNOWN_KEY, |p| u8::try_from(p).unwrap_or(UNKNOWN_KEY));
+        if self.len < INLINE_KEYS {
+            self.inline[self.len] = code;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.inline);
+            }
+            self.spill.push(code);
+        }
+        self.len += 1;
         match pos {
             Some(p) => {
                 if self.seen_unknown || self.last.is_some_and(|l| p <= l) {
@@ -174,12 +193,29 @@ impl OrderTracker {
         self.canonical = false;
     }
 
-    pub fn finish(self) -> KeyOrder {
+    /// The order seen. `keys` are the type's keys; the names of unknown keys come from
+    /// `rest`'s extra keys, which hold them in input order.
+    pub fn finish(self, keys: &[&str], rest: &Rest) -> KeyOrder {
         if self.canonical {
-            KeyOrder::Canonical
-        } else {
-            KeyOrder::Recorded(self.keys.into())
+            return KeyOrder::Canonical;
         }
+        let codes = if self.len <= INLINE_KEYS {
+            &self.inline[..self.len]
+        } else {
+            &self.spill[..]
+        };
+        let mut unknown = rest
+            .extra()
+            .map(|(k, _)| k)
+            .filter(|k| !keys.contains(&k.as_str()));
+        let names: Vec<String> = codes
+            .iter()
+            .filter_map(|&c| match keys.get(usize::from(c)) {
+                Some(k) if c != UNKNOWN_KEY => Some((*k).to_string()),
+                _ => unknown.next().cloned(),
+            })
+            .collect();
+        KeyOrder::Recorded(names.into())
     }
 }
 
@@ -285,7 +321,8 @@ macro_rules! record {
                     }
                 }
                 $( if !tag_seen { return Err($crate::record::missing($tag_key)); } )?
-                rest.set_order(tracker.finish());
+                let order = tracker.finish(Self::KEYS, &rest);
+                rest.set_order(order);
                 Ok($name {
                     $( $field: $crate::record::record!(@finish $kind $field $key), )*
                     rest,

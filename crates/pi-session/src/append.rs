@@ -78,7 +78,7 @@ impl SessionStore {
             self.entries.pop();
             if !id.is_empty() {
                 match saved_index {
-                    Some(i) => self.by_id.insert(id.clone(), i),
+                    Some(i) => self.by_id.insert(&id, i),
                     None => self.by_id.remove(&id),
                 };
             }

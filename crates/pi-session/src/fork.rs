@@ -136,7 +136,7 @@ impl SessionStore {
             session_dir: self.session_dir.clone(),
             header: Map::new(),
             entries: kept,
-            by_id: HashMap::new(),
+            by_id: Default::default(),
             labels: Default::default(),
             leaf: None,
             file: None,

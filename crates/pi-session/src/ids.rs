@@ -5,7 +5,6 @@
 //! dependency.
 
 use crate::error::SessionError;
-use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,7 +128,7 @@ pub fn new_entry_id(taken: impl Fn(&str) -> bool) -> String {
 }
 
 /// [`new_entry_id`] against the keys of an id index.
-pub(crate) fn new_entry_id_in<V>(index: &HashMap<String, V>) -> String {
+pub(crate) fn new_entry_id_in(index: &crate::id_index::IdIndex) -> String {
     new_entry_id(|id| index.contains_key(id))
 }
 

@@ -22,6 +22,7 @@ mod context;
 pub mod discovery;
 mod error;
 mod fork;
+mod id_index;
 pub mod ids;
 pub mod js;
 mod lenient;

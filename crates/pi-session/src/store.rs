@@ -3,6 +3,7 @@
 //! appending is in `append`, reading views in `context`, `tree`, `queries` and `fork`.
 
 use crate::error::{Result, SessionError};
+use crate::id_index::IdIndex;
 use crate::ids::{uuid_v7, validate_session_id};
 use crate::lenient::entry_from_map;
 use crate::migrate::migrate;
@@ -15,7 +16,6 @@ use pi_protocol::json::to_js_string;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::{CURRENT_SESSION_VERSION, SessionEntry};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The current label of an entry and when it was set.
@@ -46,7 +46,7 @@ pub struct SessionStore {
     pub(crate) header: Map<String, Value>,
     pub(crate) entries: Vec<SessionEntry>,
     /// Entry id → position of the last entry with that id.
-    pub(crate) by_id: HashMap<String, usize>,
+    pub(crate) by_id: IdIndex,
     /// Target id → label, in JavaScript `Map` order (a cleared and re-set label moves last).
     pub(crate) labels: IndexMap<String, Label>,
     pub(crate) leaf: Option<String>,
@@ -83,7 +83,7 @@ impl SessionStore {
             session_dir,
             header: Map::new(),
             entries: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: IdIndex::default(),
             labels: IndexMap::new(),
             leaf: None,
             file: None,
@@ -245,7 +245,7 @@ impl SessionStore {
         let entry = &self.entries[i];
         self.leaf = entry.id().map(str::to_owned);
         if let Some(id) = entry.id() {
-            self.by_id.insert(id.to_owned(), i);
+            self.by_id.insert(id, i);
         }
         self.has_conversation |= is_conversation(entry);
         if let SessionEntry::Label(l) = entry {
