@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 
 static CATALOG_TEXT: &str = include_str!("../../data/catalog.jsonl");
+include!(concat!(env!("OUT_DIR"), "/catalog_lines.rs"));
 
 /// A built-in provider's metadata.
 #[derive(Debug, Clone, Deserialize)]
@@ -42,7 +43,9 @@ pub(crate) struct Catalog {
 pub(crate) fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
-        let mut lines = CATALOG_TEXT.lines();
+        let mut lines = CATALOG_LINES
+            .iter()
+            .filter_map(|&(a, b)| CATALOG_TEXT.get(a..b));
         let header = lines
             .next()
             .and_then(|l| serde_json::from_str::<Header>(l).ok())

@@ -497,10 +497,15 @@ impl Candidate for ModelRef<'_> {
 }
 
 impl ModelRegistry {
-    /// Every model as a [`ModelRef`], in the order of [`ModelRegistry::all_models`].
-    pub(crate) fn model_refs(&self) -> Vec<ModelRef<'_>> {
+    /// Every model of provider `only` (of every provider for `None`) as a [`ModelRef`], in the
+    /// order of [`ModelRegistry::all_models`]. Naming the provider spares
+    /// reading the built-in catalog's index of every other provider's models.
+    pub(crate) fn model_refs_of(&self, only: Option<&str>) -> Vec<ModelRef<'_>> {
         let mut out = Vec::new();
         for (p, entry) in self.providers.iter().enumerate() {
+            if only.is_some_and(|id| id != entry.id) {
+                continue;
+            }
             match &entry.models {
                 Models::Catalog(i) => {
                     for (m, (id, name)) in catalog().ids_and_names(*i).iter().enumerate() {
@@ -527,6 +532,28 @@ impl ModelRegistry {
         out
     }
 
+    /// The first provider (in model order) that has models and whose id equals `name` ignoring
+    /// case, as JavaScript's `toLowerCase` compares.
+    pub(crate) fn provider_with_models(&self, name: &str) -> Option<&str> {
+        self.providers
+            .iter()
+            .filter(|e| match &e.models {
+                // Every built-in provider has models.
+                Models::Catalog(_) => true,
+                Models::Built(m) => !m.is_empty(),
+            })
+            .find(|e| same_lowercase(&e.id, name))
+            .map(|e| e.id.as_str())
+    }
+
+    /// Whether any provider has a model.
+    pub(crate) fn has_models(&self) -> bool {
+        self.providers.iter().any(|e| match &e.models {
+            Models::Catalog(_) => true,
+            Models::Built(m) => !m.is_empty(),
+        })
+    }
+
     pub(crate) fn model_at(&self, slot: (usize, usize)) -> Option<Arc<Model>> {
         self.providers.get(slot.0)?.models().get(slot.1).cloned()
     }
@@ -550,6 +577,15 @@ fn filter_for_credential(
             .collect();
     }
     models.to_vec()
+}
+
+/// `a.toLowerCase() === b.toLowerCase()`, without allocating for ASCII text.
+pub(crate) fn same_lowercase(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a.to_lowercase() == b.to_lowercase()
+    }
 }
 
 #[cfg(test)]

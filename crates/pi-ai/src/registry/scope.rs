@@ -180,8 +180,7 @@ impl ModelRegistry {
         cli_thinking: Option<ThinkingLevel>,
         inline_api_key: bool,
     ) -> CliModel {
-        let models = self.model_refs();
-        if models.is_empty() {
+        if !self.has_models() {
             return CliModel {
                 error: Some(
                     "No models available. Check your installation or add models to models.json."
@@ -191,11 +190,8 @@ impl ModelRegistry {
             };
         }
         let provider = match cli_provider {
-            Some(p) => match models
-                .iter()
-                .find(|m| m.provider.to_lowercase() == p.to_lowercase())
-            {
-                Some(m) => Some(m.provider.to_string()),
+            Some(p) => match self.provider_with_models(p) {
+                Some(id) => Some(id.to_string()),
                 None => {
                     return CliModel {
                         error: Some(format!(
@@ -207,6 +203,7 @@ impl ModelRegistry {
             },
             None => None,
         };
+        let models = self.model_refs_of(provider.as_deref());
         let request = Request {
             text: cli_model,
             provider: provider.as_deref(),
