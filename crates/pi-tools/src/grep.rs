@@ -1,9 +1,11 @@
 //! The `grep` tool, in process with ripgrep's own crates and ripgrep's defaults as Pi invokes
 //! it (`rg --hidden --line-number [-i] [-F] [--glob] [--context]`): hidden files searched,
 //! `.gitignore` honored inside git repositories, `.ignore`/`.rgignore` always, binary files
-//! skipped. Files are searched in sorted path order, so results are deterministic.
+//! skipped. Files are searched in parallel but reported in sorted path order (`grep_walk`), so
+//! results are deterministic.
 
 use crate::config::ToolsConfig;
+use crate::grep_walk::{FileOutcome, search_in_order};
 use crate::js::js_number;
 use crate::paths::resolve_to_cwd;
 use crate::tool_util::{
@@ -269,38 +271,43 @@ fn grep(
                     .map_err(|e| ToolError::new(format!("rg: {e}")))?,
             );
         }
-        let mut searcher = searcher(context, BinaryDetection::quit(b'\x00'));
-        for entry in walk.build() {
-            if cancel.is_cancelled() {
-                return Err(aborted());
-            }
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(err) => {
-                    errors.push(format!("rg: {err}"));
-                    continue;
+        let files = walk.build().filter_map(|entry| match entry {
+            Ok(e) if e.file_type().is_some_and(|t| t.is_file()) => Some(Ok(e.into_path())),
+            Ok(_) => None,
+            Err(err) => Some(Err(format!("rg: {err}"))),
+        });
+        let make_searcher = || searcher(context, BinaryDetection::quit(b'\x00'));
+        let mut walk_errors = Vec::new();
+        search_in_order(
+            files,
+            &matcher,
+            &make_searcher,
+            limit,
+            cancel,
+            &mut |e| walk_errors.push(e),
+            |path, outcome| {
+                let shown = path
+                    .strip_prefix(&search_path)
+                    .unwrap_or(path)
+                    .to_string_lossy()
+                    .into_owned();
+                match outcome {
+                    FileOutcome::Lines(lines) => {
+                        for (number, text, is_match) in lines {
+                            collector.event(path, &shown, number, &text, is_match);
+                            if collector.done {
+                                break;
+                            }
+                        }
+                    }
+                    FileOutcome::Failed(err) => errors.push(format!("rg: ./{shown}: {err}")),
                 }
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            let relative = entry
-                .path()
-                .strip_prefix(&search_path)
-                .unwrap_or(entry.path());
-            let shown = relative.to_string_lossy().into_owned();
-            let mut sink = FileSink {
-                collector: &mut collector,
-                file: entry.path(),
-                shown: &shown,
-                cancel,
-            };
-            if let Err(err) = searcher.search_path(&matcher, entry.path(), &mut sink) {
-                errors.push(format!("rg: ./{}: {err}", shown));
-            }
-            if collector.done {
-                break;
-            }
+                !collector.done
+            },
+        );
+        errors.extend(walk_errors);
+        if cancel.is_cancelled() {
+            return Err(aborted());
         }
     } else {
         let shown = search_path

@@ -11,6 +11,7 @@ pub mod edit;
 pub mod find;
 pub mod fs_error;
 pub mod grep;
+mod grep_walk;
 pub mod image;
 pub mod js;
 pub mod ls;

@@ -169,3 +169,45 @@ async fn unreadable_files_fail_with_nodes_texts() {
     let err = edit.execute(invocation(args)).await.unwrap_err().0;
     assert_eq!(err, "Could not edit file: secret.txt. Error code: EACCES.");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_reports_files_in_sorted_walk_order_and_stops_at_the_limit() {
+    // Enough files for the parallel search to run ahead of the ordered report many times over.
+    let dir = tempfile::tempdir().unwrap();
+    for d in 0..30 {
+        let sub = dir.path().join(format!("d{d:02}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..40 {
+            let body = if (d + f) % 3 == 0 {
+                format!("x\nneedle {d} {f}\ny\n")
+            } else {
+                "nothing\n".to_string()
+            };
+            std::fs::write(sub.join(format!("f{f:02}.txt")), body).unwrap();
+        }
+    }
+    let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let expected: Vec<String> = (0..30)
+        .flat_map(|d| (0..40).map(move |f| (d, f)))
+        .filter(|(d, f)| (d + f) % 3 == 0)
+        .map(|(d, f)| format!("d{d:02}/f{f:02}.txt:2: needle {d} {f}"))
+        .collect();
+    for (limit, context) in [(1000, 0), (57, 0), (5, 1)] {
+        let result = grep
+            .execute(invocation(
+                json!({"pattern": "needle", "limit": limit, "context": context}),
+            ))
+            .await
+            .unwrap();
+        let pi_protocol::UserBlock::Text(text) = &result.content[0] else {
+            panic!("not text")
+        };
+        let text = text.text.clone();
+        let matches: Vec<&str> = text.lines().filter(|l| l.contains(":2: needle")).collect();
+        assert_eq!(
+            matches,
+            expected[..limit.min(expected.len())],
+            "limit {limit}"
+        );
+    }
+}
