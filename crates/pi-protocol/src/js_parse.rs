@@ -224,7 +224,11 @@ impl Frame {
 
     fn finish(self) -> Value {
         match self {
-            Frame::Array(items) => Value::Array(items),
+            Frame::Array(mut items) => {
+                // Parsed values may live long (a loaded session): no spare capacity.
+                items.shrink_to_fit();
+                Value::Array(items)
+            }
             Frame::Object {
                 map, index_keys, ..
             } => Value::Object(if index_keys { js_key_order(map) } else { map }),
@@ -594,6 +598,8 @@ impl Parser<'_> {
             }
             if b == b'"' {
                 self.pos += 1;
+                // Escapes made the text shorter than the room reserved for it.
+                out.shrink_to_fit();
                 return Ok(out);
             }
             // A backslash.

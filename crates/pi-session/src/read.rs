@@ -81,23 +81,7 @@ pub(crate) fn parse_line(text: &str) -> Option<Value> {
     if js_trim(text).is_empty() {
         return None;
     }
-    let mut value = parse_js_json(text).ok().filter(truthy)?;
-    shrink_strings(&mut value);
-    Some(value)
-}
-
-/// Releases the spare capacity the parser leaves in strings, which the entries would otherwise
-/// keep for the life of the session (about a third more memory on large sessions).
-fn shrink_strings(v: &mut Value) {
-    match v {
-        Value::String(s) => s.shrink_to_fit(),
-        Value::Array(a) => {
-            a.shrink_to_fit();
-            a.iter_mut().for_each(shrink_strings);
-        }
-        Value::Object(m) => m.values_mut().for_each(shrink_strings),
-        _ => {}
-    }
+    parse_js_json(text).ok().filter(truthy)
 }
 
 /// The file as blocks of whole lines.
