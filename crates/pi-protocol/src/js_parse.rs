@@ -104,6 +104,8 @@ struct Fail {
 }
 
 // Everything before ` at position P (line L column C)`.
+/// Room reserved for the keys of each object as it is parsed.
+const OBJECT_KEYS: usize = 8;
 const EXPECTED_PROPERTY_NAME_OR_RBRACE: &str = "Expected property name or '}' in JSON";
 const EXPECTED_COMMA_OR_RBRACKET: &str = "Expected ',' or ']' after array element in JSON";
 const EXPECTED_COMMA_OR_RBRACE: &str = "Expected ',' or '}' after property value in JSON";
@@ -460,7 +462,8 @@ impl Parser<'_> {
                 kinds.push(b'{');
                 if building {
                     frames.push(Frame::Object {
-                        map: Map::new(),
+                        // Most objects have a few keys: no rehashing while they are added.
+                        map: Map::with_capacity(OBJECT_KEYS),
                         key: String::new(),
                         index_keys: false,
                     });
