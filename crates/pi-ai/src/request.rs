@@ -4,7 +4,8 @@
 
 use crate::budget::clamp_max_tokens_to_context;
 use crate::cost::clamp_thinking_level;
-use crate::http::default_user_agent;
+use crate::http::{self, default_user_agent};
+use crate::output::Output;
 use crate::stream::{LlmContext, StreamEvent, StreamOptions};
 use pi_protocol::message::AssistantMessage;
 use pi_protocol::model::Model;
@@ -105,4 +106,39 @@ pub fn setup_error_message(base: &AssistantMessage, text: String, started: Insta
     order.push("durationMs".into());
     msg.rest.set_order(KeyOrder::Recorded(Arc::from(order)));
     StreamEvent::Error { message: msg }
+}
+
+/// Sets adapter headers (session affinity and the like) the request's own headers do not name.
+pub fn set_unless_requested(
+    headers: &mut Headers,
+    options: &StreamOptions,
+    extra: Vec<(&str, String)>,
+) {
+    for (k, v) in extra {
+        if options.headers.keys().all(|h| !h.eq_ignore_ascii_case(k)) {
+            headers.set(k, v);
+        }
+    }
+}
+
+/// Sends the request and starts the message stream. When sending fails, the message ends as
+/// an error (aborted if cancelled) with the text `error_text` gives, and `None` comes back.
+pub async fn start_stream(
+    mut out: Output,
+    req: http::Request,
+    options: &StreamOptions,
+    error_text: impl FnOnce(&http::SendError) -> (bool, String),
+) -> Option<(Output, http::Body)> {
+    match http::send(req, &options.cancel, options.idle_timeout).await {
+        Ok(resp) => {
+            out.start().await;
+            Some((out, resp))
+        }
+        Err(e) => {
+            let (aborted, text) = error_text(&e);
+            out.fail(aborted || options.cancel.is_cancelled(), text)
+                .await;
+            None
+        }
+    }
 }

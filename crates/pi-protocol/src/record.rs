@@ -150,11 +150,17 @@ pub struct OrderTracker {
     canonical: bool,
 }
 
+impl Default for OrderTracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 const INLINE_KEYS: usize = 16;
 const UNKNOWN_KEY: u8 = u8::MAX;
 
 impl OrderTracker {
-    pub fn new(_len: usize) -> Self {
+    pub fn new() -> Self {
         OrderTracker {
             inline: [0; INLINE_KEYS],
             len: 0,
@@ -166,7 +172,7 @@ impl OrderTracker {
     }
 
     /// Notes the next key, at canonical position `pos` (`None` for an unknown key).
-    pub fn note(&mut self, _key: &str, pos: Option<usize>) {
+    pub fn note(&mut self, pos: Option<usize>) {
         let code = pos.map_or(UNKNOWN_KEY, |p| u8::try_from(p).unwrap_or(UNKNOWN_KEY));
         if self.len < INLINE_KEYS {
             self.inline[self.len] = code;
@@ -301,10 +307,10 @@ macro_rules! record {
                 $( let mut $field: Option<$crate::record::record!(@slot $kind $ty)> = None; )*
                 $( let mut tag_seen = false; let _: &str = $tag_key; )?
                 let mut rest = $crate::record::Rest::default();
-                let mut tracker = $crate::record::OrderTracker::new(map.len());
+                let mut tracker = $crate::record::OrderTracker::new();
                 for (k, v) in map {
                     let pos = Self::KEYS.iter().position(|c| *c == k);
-                    tracker.note(&k, pos);
+                    tracker.note(pos);
                     match k.as_str() {
                         $( $tag_key => {
                             if v.as_str() != Some($tag_val) {

@@ -10,7 +10,7 @@ use crate::cost::{calculate_cost, level_map_entry};
 use crate::http::{self, ReadError};
 use crate::output::Output;
 use crate::provider_error::{Sdk, read_error_text, send_error_text};
-use crate::request::{Headers, base_headers, base_max_tokens};
+use crate::request::{Headers, base_headers, base_max_tokens, start_stream};
 use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_json_with_repair, parse_tool_call_arguments, partial_arguments};
@@ -40,7 +40,7 @@ fn effort_for(model: &Model, level: ThinkingLevel) -> String {
     .to_string()
 }
 
-pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut out: Output) {
+pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out: Output) {
     let compat = request::compat(&model);
     let messages = resolve_transcript(&context.messages, compat.mid_convo_system_messages);
     let headers_only = base_headers(&model, &options, &[]);
@@ -143,14 +143,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         body: to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let cancel = options.cancel.clone();
-    let mut resp = match http::send(req, &cancel, options.idle_timeout).await {
-        Ok(r) => r,
-        Err(e) => {
-            let (aborted, text) = send_error_text(Sdk::Anthropic, &e, None);
-            return out.fail(aborted || cancel.is_cancelled(), text).await;
-        }
+    let error_text = |e: &http::SendError| send_error_text(Sdk::Anthropic, e, None);
+    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+        return;
     };
-    out.start().await;
     let mut st = State::default();
     let mut sse = SseDecoder::new();
     loop {

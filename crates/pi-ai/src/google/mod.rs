@@ -9,7 +9,7 @@ use crate::cost::{calculate_cost, clamp_thinking_level};
 use crate::http::{self, ReadError};
 use crate::output::Output;
 use crate::provider_error::{Sdk, read_error_text, send_error_text};
-use crate::request::{Headers, base_headers, base_max_tokens};
+use crate::request::{Headers, base_headers, base_max_tokens, start_stream};
 use crate::stream::{LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::parse_json_with_repair;
 use crate::transcript::collapse_system_messages;
@@ -48,7 +48,7 @@ fn thinking_config(model: &Model, options: &StreamOptions) -> Result<Option<Valu
     }))
 }
 
-pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut out: Output) {
+pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out: Output) {
     let Some(key) = options.api_key.clone().filter(|k| !k.is_empty()) else {
         return out
             .setup_fail(format!("No API key for provider: {}", model.provider))
@@ -81,14 +81,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         body: to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let cancel = options.cancel.clone();
-    let mut resp = match http::send(req, &cancel, options.idle_timeout).await {
-        Ok(r) => r,
-        Err(e) => {
-            let (aborted, text) = send_error_text(Sdk::Google, &e, None);
-            return out.fail(aborted || cancel.is_cancelled(), text).await;
-        }
+    let error_text = |e: &http::SendError| send_error_text(Sdk::Google, e, None);
+    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+        return;
     };
-    out.start().await;
     let mut st = State::default();
     let mut buf: Vec<u8> = Vec::new();
     loop {

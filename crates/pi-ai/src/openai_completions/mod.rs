@@ -15,7 +15,9 @@ use crate::cost::calculate_cost;
 use crate::http::{self, ReadError};
 use crate::output::Output;
 use crate::provider_error::{self, Sdk, read_error_text, send_error_text};
-use crate::request::{base_headers, base_max_tokens, effective_reasoning};
+use crate::request::{
+    base_headers, base_max_tokens, effective_reasoning, set_unless_requested, start_stream,
+};
 use crate::sse::SseDecoder;
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
@@ -32,7 +34,7 @@ use serde_json::Value;
 pub const API: &str = "openai-completions";
 
 /// Runs one request to the end, emitting into `out`.
-pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut out: Output) {
+pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out: Output) {
     let compat = compat::compat(&model);
     let messages = resolve_transcript(&context.messages, compat.supports_mid_convo_system_messages);
     let Some(api_key) = api_key(&model, &options) else {
@@ -70,11 +72,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         }
     }
     let mut headers = base_headers(&model, &options, &[]);
-    for (k, v) in extra {
-        if options.headers.keys().all(|h| !h.eq_ignore_ascii_case(k)) {
-            headers.set(k, v);
-        }
-    }
+    set_unless_requested(&mut headers, &options, extra);
     headers.set("Accept", "application/json");
     headers.set("Content-Type", "application/json");
     let req = http::Request {
@@ -83,14 +81,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         body: to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let cancel = options.cancel.clone();
-    let mut resp = match http::send(req, &cancel, options.idle_timeout).await {
-        Ok(r) => r,
-        Err(e) => {
-            let (aborted, text) = send_error_text(Sdk::OpenAi, &e, None);
-            return out.fail(aborted || cancel.is_cancelled(), text).await;
-        }
+    let error_text = |e: &http::SendError| send_error_text(Sdk::OpenAi, e, None);
+    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+        return;
     };
-    out.start().await;
     let mut st = State::default();
     let mut sse = SseDecoder::new();
     let mut done = false;

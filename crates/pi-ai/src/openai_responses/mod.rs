@@ -10,7 +10,9 @@ use crate::http::{self, ReadError};
 use crate::openai_completions::{SseData, openai_sse_data};
 use crate::output::Output;
 use crate::provider_error::{Sdk, read_error_text, send_error_text};
-use crate::request::{base_headers, base_max_tokens, effective_reasoning};
+use crate::request::{
+    base_headers, base_max_tokens, effective_reasoning, set_unless_requested, start_stream,
+};
 use crate::sse::SseDecoder;
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
@@ -25,7 +27,7 @@ use std::collections::HashMap;
 /// The API id.
 pub const API: &str = "openai-responses";
 
-pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut out: Output) {
+pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out: Output) {
     let mid = model
         .compat
         .as_ref()
@@ -79,11 +81,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         }
     }
     let mut headers = base_headers(&model, &options, &[]);
-    for (k, v) in extra {
-        if options.headers.keys().all(|h| !h.eq_ignore_ascii_case(k)) {
-            headers.set(k, v);
-        }
-    }
+    set_unless_requested(&mut headers, &options, extra);
     headers.set("Accept", "application/json");
     headers.set("Content-Type", "application/json");
     let req = http::Request {
@@ -100,16 +98,13 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         }
     );
     let cancel = options.cancel.clone();
-    let mut resp = match http::send(req, &cancel, options.idle_timeout).await {
-        Ok(r) => r,
-        Err(e) => {
-            let (aborted, text) = send_error_text(Sdk::OpenAi, &e, Some(&prefix));
-            return out
-                .fail(aborted || cancel.is_cancelled(), with_hint(text))
-                .await;
-        }
+    let error_text = |e: &http::SendError| {
+        let (aborted, text) = send_error_text(Sdk::OpenAi, e, Some(&prefix));
+        (aborted, with_hint(text))
     };
-    out.start().await;
+    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+        return;
+    };
     let mut st = State::default();
     let mut sse = SseDecoder::new();
     'read: loop {

@@ -72,6 +72,14 @@ pub(crate) struct ProviderEntry {
 }
 
 impl ProviderEntry {
+    /// Whether the provider has a model (every built-in provider has).
+    fn has_models(&self) -> bool {
+        match &self.models {
+            Models::Catalog(_) => true,
+            Models::Built(m) => !m.is_empty(),
+        }
+    }
+
     pub(crate) fn models(&self) -> Arc<[Arc<Model>]> {
         match &self.models {
             Models::Catalog(i) => catalog().models(*i),
@@ -537,21 +545,13 @@ impl ModelRegistry {
     pub(crate) fn provider_with_models(&self, name: &str) -> Option<&str> {
         self.providers
             .iter()
-            .filter(|e| match &e.models {
-                // Every built-in provider has models.
-                Models::Catalog(_) => true,
-                Models::Built(m) => !m.is_empty(),
-            })
-            .find(|e| same_lowercase(&e.id, name))
+            .find(|e| e.has_models() && same_lowercase(&e.id, name))
             .map(|e| e.id.as_str())
     }
 
     /// Whether any provider has a model.
     pub(crate) fn has_models(&self) -> bool {
-        self.providers.iter().any(|e| match &e.models {
-            Models::Catalog(_) => true,
-            Models::Built(m) => !m.is_empty(),
-        })
+        self.providers.iter().any(ProviderEntry::has_models)
     }
 
     pub(crate) fn model_at(&self, slot: (usize, usize)) -> Option<Arc<Model>> {

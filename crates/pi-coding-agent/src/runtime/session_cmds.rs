@@ -50,12 +50,14 @@ impl Core {
     pub fn flush_pending_bash(&self) {
         let pending = std::mem::take(&mut lock(&self.run).pending_bash);
         for message in pending {
-            let message = AgentMessage::BashExecution(message);
-            if let Err(e) = lock(&self.session).append_message(message.clone()) {
+            let message = std::sync::Arc::new(AgentMessage::BashExecution(message));
+            let appended =
+                lock(&self.session).append_shared_message(std::sync::Arc::clone(&message));
+            if let Err(e) = appended {
                 eprintln!("pi: could not write to the session file: {e}");
             }
             if let Some(agent) = self.agent() {
-                agent.with_state(|s| s.messages.push(std::sync::Arc::new(message)));
+                agent.with_state(|s| s.messages.push(message));
             }
         }
     }

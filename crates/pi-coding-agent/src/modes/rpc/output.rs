@@ -35,15 +35,6 @@ enum Item {
     Produce(Producer),
 }
 
-impl std::fmt::Debug for Item {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Item::Record(r) => f.debug_tuple("Record").field(r).finish(),
-            Item::Produce(_) => f.write_str("Produce"),
-        }
-    }
-}
-
 /// A cloneable handle that queues complete JSONL records for stdout.
 #[derive(Clone, Debug)]
 pub struct Output {
