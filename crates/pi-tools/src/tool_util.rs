@@ -58,6 +58,15 @@ pub fn aborted() -> ToolError {
     ToolError::new("Operation aborted")
 }
 
+/// [`aborted`] once `cancel` has fired.
+pub fn check_cancel(cancel: &CancellationToken) -> Result<(), ToolError> {
+    if cancel.is_cancelled() {
+        Err(aborted())
+    } else {
+        Ok(())
+    }
+}
+
 /// `Math.max(1, Math.floor(limit ?? default))` as an integer count.
 pub fn effective_limit(limit: Option<f64>, default: usize) -> usize {
     match limit {

@@ -4,7 +4,7 @@ use crate::config::ToolsConfig;
 use crate::fs_error;
 use crate::mutation_queue::wait_turn;
 use crate::paths::resolve_to_cwd;
-use crate::tool_util::{aborted, declaration, prop, str_arg, text_result};
+use crate::tool_util::{check_cancel, declaration, prop, str_arg, text_result};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
 use pi_protocol::tool::{AgentToolResult, Tool};
 use serde_json::json;
@@ -57,14 +57,7 @@ async fn run(
         .to_string();
     let absolute = resolve_to_cwd(&path, &config.cwd);
     let _turn = wait_turn(&absolute).await.map_err(ToolError::new)?;
-    let cancel = &invocation.cancel;
-    let check = || {
-        if cancel.is_cancelled() {
-            Err(aborted())
-        } else {
-            Ok(())
-        }
-    };
+    let check = || check_cancel(&invocation.cancel);
     check()?;
     if let Some(dir) = absolute.parent() {
         tokio::fs::create_dir_all(dir)

@@ -9,7 +9,7 @@ use crate::config::ToolsConfig;
 use crate::fs_error;
 use crate::mutation_queue::wait_turn;
 use crate::paths::resolve_to_cwd;
-use crate::tool_util::{aborted, declaration, prop, str_arg, text_result};
+use crate::tool_util::{check_cancel, declaration, prop, str_arg, text_result};
 use apply::{Edit, apply_edits, apply_to_original, normalize_to_lf};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
 use pi_protocol::tool::{AgentToolResult, Tool};
@@ -162,14 +162,7 @@ async fn run(
         .to_string();
     let absolute = resolve_to_cwd(&path, &config.cwd);
     let _turn = wait_turn(&absolute).await.map_err(ToolError::new)?;
-    let cancel = &invocation.cancel;
-    let check = || {
-        if cancel.is_cancelled() {
-            Err(aborted())
-        } else {
-            Ok(())
-        }
-    };
+    let check = || check_cancel(&invocation.cancel);
     check()?;
     if let Err(err) = fs_error::access(&absolute, libc::R_OK | libc::W_OK) {
         check()?;
