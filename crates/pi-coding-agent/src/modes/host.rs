@@ -8,7 +8,7 @@ use std::time::Duration;
 /// How long the exit waits for stdout to drain; a client that stopped reading cannot hold us.
 const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
-/// Takes over stdout, runs `main` on a multi-threaded runtime and returns its exit code after
+/// Takes over stdout, runs `main` on a single-threaded runtime and returns its exit code after
 /// the queued output was written.
 pub fn run<F, Fut>(main: F) -> i32
 where
@@ -22,8 +22,11 @@ where
             return 1;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread runs every task: a streamed delta passes from the socket to stdout without a
+    // cross-thread wake-up, and the park hook writes the updates a burst produced in one go.
+    let idle = out.idle_flush();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .on_thread_park(move || idle.flush())
         .enable_all()
         .build()
     {

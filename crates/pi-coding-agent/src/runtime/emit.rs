@@ -9,7 +9,16 @@ use serde::Serialize;
 impl Core {
     /// Writes one record, waiting while the client is slow to read.
     pub async fn write<T: Serialize + ?Sized>(&self, record: &T) {
+        self.write_as(record, false).await;
+    }
+
+    /// `update`: a streamed update that may leave together with the rest of its burst (see
+    /// `Output::send_update`).
+    async fn write_as<T: Serialize + ?Sized>(&self, record: &T, update: bool) {
         match to_js_line(record) {
+            Ok(line) if update => {
+                self.out.send_update(line).await;
+            }
             Ok(line) => {
                 self.out.send(line).await;
             }
@@ -22,7 +31,11 @@ impl Core {
     }
 
     pub async fn emit_agent(&self, event: &AgentEvent, will_retry: bool) {
-        self.write(&event.wire(will_retry)).await;
+        let update = matches!(
+            event,
+            AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }
+        );
+        self.write_as(&event.wire(will_retry), update).await;
     }
 
     /// `queue_update` with the complete current queues.

@@ -3,9 +3,18 @@
 //! At start we move the real stdout to a private close-on-exec descriptor and point fd 1 at
 //! stderr. From then on nothing else can write protocol bytes: a stray `println!`, a library's
 //! print, or a child process that inherited fd 1 all land on stderr, and no child can ever hold
-//! our stdout pipe open. Records reach the private descriptor only through [`Output`], a bounded
-//! channel drained by one writer thread, so records never interleave and a client that stops
-//! reading stalls producers instead of growing memory.
+//! our stdout pipe open. Records reach the private descriptor only through [`Output`], whole
+//! records under one lock, so records never interleave.
+//!
+//! A record is written by the task that produced it when nothing is queued before it and the
+//! pipe has room (a non-blocking write into a private open of the pipe): no hand-off to another
+//! thread, which was most of the cost of a streamed delta. Streamed updates go further: they
+//! collect in a small buffer that is written when the runtime runs out of work (its park hook,
+//! [`Output::idle_flush`]), so the deltas decoded from one network read leave in one write, as
+//! soon as nothing more is being done. Anything else is written at once, after what was collected.
+//! A record that cannot be written at once joins a bounded queue drained by one writer thread,
+//! so a client that stops reading stalls producers instead of growing memory, and order is kept:
+//! nothing is written directly while anything is queued.
 //!
 //! A record too large to build in memory (`get_messages`, `get_tree`, `get_entries` of a long
 //! session are each about the size of the session file) is queued as a producer that the
@@ -14,13 +23,16 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::Mutex;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use tokio::sync::mpsc;
 
 /// Records buffered between producers and the writer before producers wait.
 const CHANNEL_RECORDS: usize = 1024;
+/// Collected streamed updates are written once they reach this size even if the runtime is busy.
+const COALESCE_BYTES: usize = 32 * 1024;
 /// Requested capacity of the stdout pipe (Linux's default unprivileged maximum).
 const STDOUT_PIPE_BYTES: libc::c_int = 1 << 20;
 
@@ -29,18 +41,42 @@ type Producer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + Send>;
 
 /// What the writer takes from the queue.
 enum Item {
-    /// One complete record.
-    Record(String),
+    /// Complete records, or what a direct write left of them.
+    Bytes(Vec<u8>),
     /// One record written by its producer.
     Produce(Producer),
 }
 
-/// A cloneable handle that queues complete JSONL records for stdout.
-#[derive(Clone, Debug)]
+/// The private stdout and the rules for writing to it.
+struct Sink {
+    file: File,
+    /// The descriptor is a private non-blocking open of a pipe: tasks may write to it
+    /// directly. Otherwise (a file, a terminal, a socket) only the writer thread writes.
+    direct: bool,
+    /// Collected streamed updates, not yet written. Held while writing directly and while
+    /// queueing, so a direct write never overlaps another or the start of the queue.
+    gate: Mutex<Vec<u8>>,
+    /// Items queued for the writer thread and not yet completely written. Direct writes
+    /// happen only while it is zero, which keeps records in the order they were sent; while it
+    /// is not zero nothing is collected.
+    queued: AtomicUsize,
+}
+
+/// A cloneable handle that writes complete JSONL records to stdout.
+#[derive(Clone)]
 pub struct Output {
     tx: mpsc::Sender<Item>,
+    sink: Arc<Sink>,
     /// Drops records instead of writing them (print mode shows only the final answer).
     muted: bool,
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Output")
+            .field("muted", &self.muted)
+            .finish()
+    }
 }
 
 impl Output {
@@ -48,17 +84,31 @@ impl Output {
     pub fn muted(&self) -> Output {
         Output {
             tx: self.tx.clone(),
+            sink: self.sink.clone(),
             muted: true,
         }
     }
 
-    /// Queues one record (which must end in `\n`), waiting while the channel is full.
-    /// Returns false once the writer is gone (stdout closed).
+    /// Writes one record (which must end in `\n`) after everything sent before it, waiting
+    /// while the client is slow to read. Returns false once stdout is gone.
     pub async fn send(&self, record: String) -> bool {
+        self.send_as(record, false).await
+    }
+
+    /// Like [`Self::send`] for a streamed update: it may wait in a small buffer until the
+    /// runtime has nothing else to do, so that a burst leaves in one write.
+    pub async fn send_update(&self, record: String) -> bool {
+        self.send_as(record, true).await
+    }
+
+    async fn send_as(&self, record: String, coalesce: bool) -> bool {
         if self.muted {
             return true;
         }
-        self.tx.send(Item::Record(record)).await.is_ok()
+        match self.write_direct(record, coalesce) {
+            None => true,
+            Some(record) => self.enqueue(Item::Bytes(record.into_bytes())).await,
+        }
     }
 
     /// Queues one record that `produce` writes (including its final `\n`) when its turn
@@ -71,43 +121,174 @@ impl Output {
         if self.muted {
             return true;
         }
-        self.tx.send(Item::Produce(Box::new(produce))).await.is_ok()
+        self.enqueue(Item::Produce(Box::new(produce))).await
     }
+
+    /// What writes the collected updates when the runtime is about to wait for events (its
+    /// park hook). It does not keep the writer alive.
+    pub fn idle_flush(&self) -> IdleFlush {
+        IdleFlush {
+            sink: self.sink.clone(),
+            tx: self.tx.downgrade(),
+        }
+    }
+
+    async fn enqueue(&self, item: Item) -> bool {
+        {
+            let mut collected = lock(&self.sink.gate);
+            if !collected.is_empty() {
+                // Collected updates precede the item; nothing is queued while they exist.
+                queue_now(
+                    &self.sink,
+                    &self.tx,
+                    Item::Bytes(std::mem::take(&mut *collected)),
+                );
+            }
+            self.sink.queued.fetch_add(1, Ordering::SeqCst);
+        }
+        self.tx.send(item).await.is_ok()
+    }
+
+    /// Writes (or collects) `record` now if nothing is queued; returns it when it must be
+    /// queued instead. Called with the gate free.
+    fn write_direct(&self, record: String, coalesce: bool) -> Option<String> {
+        if !self.sink.direct {
+            return Some(record);
+        }
+        let mut collected = lock(&self.sink.gate);
+        if self.sink.queued.load(Ordering::SeqCst) != 0 {
+            return Some(record);
+        }
+        if coalesce && collected.len() + record.len() <= COALESCE_BYTES {
+            collected.extend_from_slice(record.as_bytes());
+            return None;
+        }
+        let bytes = if collected.is_empty() {
+            record.into_bytes()
+        } else {
+            let mut all = std::mem::take(&mut *collected);
+            all.extend_from_slice(record.as_bytes());
+            all
+        };
+        write_or_queue_rest(&self.sink, &self.tx, bytes);
+        None
+    }
+}
+
+/// Writes the collected updates of an [`Output`] (see [`Output::idle_flush`]).
+pub struct IdleFlush {
+    sink: Arc<Sink>,
+    tx: mpsc::WeakSender<Item>,
+}
+
+impl IdleFlush {
+    pub fn flush(&self) {
+        let mut collected = lock(&self.sink.gate);
+        if collected.is_empty() {
+            return;
+        }
+        // Without a sender every Output is gone and Writer::finish writes what is left.
+        if let Some(tx) = self.tx.upgrade() {
+            let bytes = std::mem::take(&mut *collected);
+            write_or_queue_rest(&self.sink, &tx, bytes);
+        }
+    }
+}
+
+/// Queues `item` while the gate is held and nothing else is queued (so the channel has room).
+fn queue_now(sink: &Sink, tx: &mpsc::Sender<Item>, item: Item) {
+    sink.queued.fetch_add(1, Ordering::SeqCst);
+    if tx.try_send(item).is_err() {
+        sink.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Writes what the pipe takes of `bytes` without blocking and queues the rest, while the gate
+/// is held and nothing is queued.
+fn write_or_queue_rest(sink: &Sink, tx: &mpsc::Sender<Item>, mut bytes: Vec<u8>) {
+    let written = match write_some(&sink.file, &bytes) {
+        Ok(n) => n,
+        Err(e) => stdout_failed(&e),
+    };
+    if written < bytes.len() {
+        bytes.drain(..written);
+        queue_now(sink, tx, Item::Bytes(bytes));
+    }
+}
+
+/// Writes as much of `bytes` as the descriptor takes without blocking.
+fn write_some(mut file: &File, bytes: &[u8]) -> io::Result<usize> {
+    let mut done = 0;
+    while done < bytes.len() {
+        match file.write(&bytes[done..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Like Pi: once the reader is gone (EPIPE and friends) nothing more can be delivered.
+fn stdout_failed(e: &io::Error) -> ! {
+    eprintln!("pi: stdout write failed: {e}");
+    std::process::exit(1);
 }
 
 /// The writer thread; join it to flush everything queued before it.
 pub struct Writer {
     handle: Mutex<Option<JoinHandle<()>>>,
+    sink: Arc<Sink>,
 }
 
 impl Writer {
-    /// Waits until every queued record was written. Call after dropping all [`Output`]s.
+    /// Waits until every queued record was written, then writes the collected updates (there
+    /// are some only if nothing was queued after them). Call after dropping all [`Output`]s.
     pub fn finish(&self) {
         let handle = self.handle.lock().ok().and_then(|mut h| h.take());
         if let Some(h) = handle {
             let _ = h.join();
+        }
+        let collected = std::mem::take(&mut *lock(&self.sink.gate));
+        if let Err(e) = Blocking(self.sink.clone()).write_all(&collected) {
+            eprintln!("pi: stdout write failed: {e}");
         }
     }
 }
 
 /// Takes over stdout and starts the writer thread.
 pub fn start() -> io::Result<(Output, Writer)> {
-    let file = take_over_stdout()?;
+    let (file, direct) = take_over_stdout()?;
+    let sink = Arc::new(Sink {
+        file,
+        direct,
+        gate: Mutex::new(Vec::new()),
+        queued: AtomicUsize::new(0),
+    });
     let (tx, rx) = mpsc::channel::<Item>(CHANNEL_RECORDS);
+    let writer_sink = sink.clone();
+    let writer_sink_for_finish = sink.clone();
     let handle = std::thread::Builder::new()
         .name("stdout-writer".into())
-        .spawn(move || write_loop(file, rx))?;
+        .spawn(move || write_loop(writer_sink, rx))?;
     Ok((
-        Output { tx, muted: false },
+        Output {
+            tx,
+            sink,
+            muted: false,
+        },
         Writer {
             handle: Mutex::new(Some(handle)),
+            sink: writer_sink_for_finish,
         },
     ))
 }
 
 fn write_item(out: &mut impl Write, item: Item) -> io::Result<()> {
     match item {
-        Item::Record(record) => out.write_all(record.as_bytes()),
+        Item::Bytes(bytes) => out.write_all(&bytes),
         Item::Produce(produce) => match produce(out) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -120,15 +301,60 @@ fn write_item(out: &mut impl Write, item: Item) -> io::Result<()> {
     }
 }
 
-fn write_loop(file: File, mut rx: mpsc::Receiver<Item>) {
-    let mut out = io::BufWriter::with_capacity(64 * 1024, file);
+/// The writer thread's view of the sink: waits for room instead of failing when the
+/// descriptor is non-blocking.
+struct Blocking(Arc<Sink>);
+
+impl Write for Blocking {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match (&self.0.file).write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(&self.0.file)?,
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[allow(unsafe_code)]
+fn wait_writable(file: &File) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for a descriptor the file keeps open.
+    let r = unsafe { libc::poll(&mut pfd, 1, -1) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn lock(gate: &Mutex<Vec<u8>>) -> MutexGuard<'_, Vec<u8>> {
+    gate.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write_loop(sink: Arc<Sink>, mut rx: mpsc::Receiver<Item>) {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, Blocking(sink.clone()));
     while let Some(first) = rx.blocking_recv() {
+        let mut written = 1;
         let mut result = write_item(&mut out, first);
         // Batch whatever is already queued into one flush: fewer syscalls under a stream of
         // small deltas, and nothing sits in the buffer once the queue is empty.
         while result.is_ok() {
             match rx.try_recv() {
-                Ok(next) => result = write_item(&mut out, next),
+                Ok(next) => {
+                    written += 1;
+                    result = write_item(&mut out, next);
+                }
                 Err(_) => break,
             }
         }
@@ -136,16 +362,16 @@ fn write_loop(file: File, mut rx: mpsc::Receiver<Item>) {
             result = out.flush();
         }
         if let Err(e) = result {
-            // Like Pi: the reader is gone (EPIPE and friends), nothing more can be delivered.
-            eprintln!("pi: stdout write failed: {e}");
-            std::process::exit(1);
+            stdout_failed(&e);
         }
+        sink.queued.fetch_sub(written, Ordering::SeqCst);
     }
 }
 
 /// Duplicates fd 1 to a private close-on-exec descriptor and redirects fd 1 to stderr.
+/// Returns the descriptor and whether it is a private non-blocking one (see [`Sink::direct`]).
 #[allow(unsafe_code)]
-fn take_over_stdout() -> io::Result<File> {
+fn take_over_stdout() -> io::Result<(File, bool)> {
     // SAFETY: plain descriptor syscalls on fds 1 and 2, which exist for the whole process; the
     // duplicated descriptor is new and owned solely by the returned File.
     unsafe {
@@ -158,9 +384,28 @@ fn take_over_stdout() -> io::Result<File> {
             libc::close(private);
             return Err(err);
         }
+        let file = File::from(OwnedFd::from_raw_fd(private));
+        if !is_pipe(&file) {
+            return Ok((file, false));
+        }
         // A larger pipe (when stdout is one) takes a large record in far fewer write/wake-up
-        // rounds with the client; failure (not a pipe, over the system limit) changes nothing.
+        // rounds with the client; failure (over the system limit) changes nothing.
         libc::fcntl(private, libc::F_SETPIPE_SZ, STDOUT_PIPE_BYTES);
-        Ok(File::from(OwnedFd::from_raw_fd(private)))
+        // Opening the pipe anew gives an open file description of our own, so making it
+        // non-blocking cannot affect whoever else shares the inherited one.
+        let path = format!("/proc/self/fd/{private}\0");
+        let reopened = libc::open(
+            path.as_ptr().cast(),
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        );
+        if reopened < 0 {
+            return Ok((file, false));
+        }
+        Ok((File::from(OwnedFd::from_raw_fd(reopened)), true))
     }
+}
+
+fn is_pipe(file: &File) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    file.metadata().is_ok_and(|m| m.file_type().is_fifo())
 }
