@@ -198,6 +198,22 @@ impl Agent {
             .sum()
     }
 
+    /// CPU time the process has used so far (user + system, from `/proc/<pid>/stat`, whose
+    /// clock ticks are 10 ms, in microseconds).
+    pub fn cpu_us(&self) -> u64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+            return 0;
+        };
+        // Fields after the parenthesized command name; utime and stime are the 14th and 15th.
+        let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+        let f: Vec<u64> = after
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+        ticks * 10_000
+    }
+
     fn stderr_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(5).collect();

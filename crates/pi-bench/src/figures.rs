@@ -261,6 +261,7 @@ fn stream_run(
         Ok(())
     }));
     let switches_before = agent.context_switches();
+    let cpu_before = agent.cpu_us();
     agent.send(r#"{"id":"p1","type":"prompt","message":"stream"}"#)?;
     let mut reads = Vec::with_capacity(FLOOD_DELTAS);
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -284,9 +285,10 @@ fn stream_run(
     }
     if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
         eprintln!(
-            "    {}: {:.2} context switches per delta during the flood",
+            "    {}: {:.2} context switches and {:.1} µs CPU per delta during the flood",
             agent.pid,
-            (agent.context_switches() - switches_before) as f64 / FLOOD_DELTAS as f64
+            (agent.context_switches() - switches_before) as f64 / FLOOD_DELTAS as f64,
+            (agent.cpu_us() - cpu_before) as f64 / FLOOD_DELTAS as f64
         );
     }
     let span = reads[FLOOD_DELTAS - 1].saturating_duration_since(writes[0]);

@@ -6,6 +6,7 @@
 //! finished before the `aborted` error.
 
 mod compat;
+mod fast;
 mod messages;
 mod request;
 
@@ -98,6 +99,13 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         };
         for ev in events {
+            if let Some(chunk) = fast::parse(ev.event.as_deref(), &ev.data) {
+                st.fast_chunk(&model, &chunk, &mut out).await;
+                if out.gone() {
+                    return;
+                }
+                continue;
+            }
             match openai_sse_data(&ev) {
                 SseData::Done => {
                     done = true;
@@ -280,70 +288,108 @@ impl State {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
         {
-            out.set_raw_stop_reason(reason.to_string());
-            let (stop, err) = map_stop_reason(reason);
-            out.msg.stop_reason = stop;
-            if let Some(e) = err {
-                out.set_error_message(e);
-            }
-            self.has_finish = true;
+            self.finish_reason(reason, out);
         }
         let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else {
             return;
         };
-        let field = ["reasoning_content", "reasoning", "reasoning_text"]
+        let reasoning = ["reasoning_content", "reasoning", "reasoning_text"]
             .into_iter()
-            .find(|f| {
-                delta
-                    .get(*f)
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| !s.is_empty())
+            .find_map(|f| {
+                let text = delta.get(f).and_then(Value::as_str)?;
+                (!text.is_empty()).then_some((f, text))
             });
-        if let Some(field) = field {
-            let text = delta
-                .get(field)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let sig = if model.provider == "opencode-go" && field == "reasoning" {
-                "reasoning_content"
-            } else {
-                field
-            };
-            let index = self.ensure_thinking(sig, out).await;
-            if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
-                t.thinking.push_str(&text);
-            }
-            let usage = out.usage();
-            out.emit(StreamEvent::ThinkingDelta {
-                index,
-                delta: text,
-                usage,
-            })
-            .await;
+        if let Some((field, text)) = reasoning {
+            self.thinking_delta(model, field, text, out).await;
         }
         if let Some(text) = delta
             .get("content")
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
         {
-            let index = self.ensure_text(out).await;
-            if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
-                t.text.push_str(text);
-            }
-            let usage = out.usage();
-            out.emit(StreamEvent::TextDelta {
-                index,
-                delta: text.to_string(),
-                usage,
-            })
-            .await;
+            self.text_delta(text, out).await;
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
                 self.tool_call(call, out).await;
             }
         }
+    }
+
+    /// [`Self::chunk`] for a chunk the typed view read (no usage, no tool calls).
+    async fn fast_chunk(&mut self, model: &Model, chunk: &fast::Chunk<'_>, out: &mut Output) {
+        if out.msg.response_id.is_none()
+            && let Some(id) = chunk.id.as_deref().filter(|s| !s.is_empty())
+        {
+            out.set_response_id(id.to_string());
+        }
+        if let Some(m) = chunk.model.as_deref()
+            && !m.is_empty()
+            && m != model.id
+            && out.msg.response_model.is_none()
+        {
+            out.set_response_model(m.to_string());
+        }
+        let Some(choice) = chunk.choices.as_ref().and_then(|c| c.first()) else {
+            return;
+        };
+        if let Some(reason) = choice.finish_reason.as_deref().filter(|s| !s.is_empty()) {
+            self.finish_reason(reason, out);
+        }
+        let Some(delta) = &choice.delta else {
+            return;
+        };
+        if let Some((field, text)) = delta.reasoning_field() {
+            self.thinking_delta(model, field, text, out).await;
+        }
+        if let Some(text) = delta.content.as_deref().filter(|s| !s.is_empty()) {
+            self.text_delta(text, out).await;
+        }
+    }
+
+    fn finish_reason(&mut self, reason: &str, out: &mut Output) {
+        out.set_raw_stop_reason(reason.to_string());
+        let (stop, err) = map_stop_reason(reason);
+        out.msg.stop_reason = stop;
+        if let Some(e) = err {
+            out.set_error_message(e);
+        }
+        self.has_finish = true;
+    }
+
+    /// A non-empty reasoning delta read from `field`.
+    async fn thinking_delta(&mut self, model: &Model, field: &str, text: &str, out: &mut Output) {
+        let sig = if model.provider == "opencode-go" && field == "reasoning" {
+            "reasoning_content"
+        } else {
+            field
+        };
+        let index = self.ensure_thinking(sig, out).await;
+        if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
+            t.thinking.push_str(text);
+        }
+        let usage = out.usage();
+        out.emit(StreamEvent::ThinkingDelta {
+            index,
+            delta: text.to_string(),
+            usage,
+        })
+        .await;
+    }
+
+    /// A non-empty text delta.
+    async fn text_delta(&mut self, text: &str, out: &mut Output) {
+        let index = self.ensure_text(out).await;
+        if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
+            t.text.push_str(text);
+        }
+        let usage = out.usage();
+        out.emit(StreamEvent::TextDelta {
+            index,
+            delta: text.to_string(),
+            usage,
+        })
+        .await;
     }
 
     async fn ensure_text(&mut self, out: &mut Output) -> usize {
