@@ -22,7 +22,8 @@ pub struct SseDecoder {
     /// A `\r` ended the previous chunk: a leading `\n` of the next one belongs to it.
     pending_cr: bool,
     event: Option<String>,
-    data: Vec<String>,
+    /// The event's `data:` values, as (index in `raw`, offset of the value in that line).
+    data: Vec<(usize, usize)>,
     raw: Vec<String>,
 }
 
@@ -42,23 +43,24 @@ impl SseDecoder {
             }
         }
         let mut start = 0;
-        let mut i = 0;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if b == b'\n' || b == b'\r' {
-                self.buf.extend_from_slice(&bytes[start..i]);
+        while let Some(found) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+            let mut end = start + found;
+            if self.buf.is_empty() {
+                // The whole line is in this chunk: no copy.
+                self.line(&bytes[start..end], &mut out);
+            } else {
+                self.buf.extend_from_slice(&bytes[start..end]);
                 let line = std::mem::take(&mut self.buf);
                 self.line(&line, &mut out);
-                if b == b'\r' {
-                    if i + 1 == bytes.len() {
-                        self.pending_cr = true;
-                    } else if bytes[i + 1] == b'\n' {
-                        i += 1;
-                    }
-                }
-                start = i + 1;
             }
-            i += 1;
+            if bytes[end] == b'\r' {
+                if end + 1 == bytes.len() {
+                    self.pending_cr = true;
+                } else if bytes[end + 1] == b'\n' {
+                    end += 1;
+                }
+            }
+            start = end + 1;
         }
         self.buf.extend_from_slice(&bytes[start..]);
         out
@@ -85,21 +87,25 @@ impl SseDecoder {
             }
             return;
         }
-        let line = String::from_utf8_lossy(bytes).into_owned();
+        // Valid UTF-8 (the usual case) is checked far faster than it is repaired.
+        let line = match std::str::from_utf8(bytes) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        };
         if line.starts_with(':') {
             self.raw.push(line);
             return;
         }
-        let (field, value) = match line.find(':') {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(' ').unwrap_or(v))
-            }
-            None => (line.as_str(), ""),
+        let (field, value_at) = match line.find(':') {
+            Some(i) => (
+                &line[..i],
+                i + 1 + usize::from(line[i + 1..].starts_with(' ')),
+            ),
+            None => (line.as_str(), line.len()),
         };
         match field {
-            "event" => self.event = Some(value.to_string()),
-            "data" => self.data.push(value.to_string()),
+            "event" => self.event = Some(line[value_at..].to_string()),
+            "data" => self.data.push((self.raw.len(), value_at)),
             _ => {}
         }
         self.raw.push(line);
@@ -111,10 +117,18 @@ impl SseDecoder {
             self.raw.clear();
             return None;
         }
+        let raw = std::mem::take(&mut self.raw);
+        let mut data = String::new();
+        for (n, &(line, at)) in self.data.iter().enumerate() {
+            if n > 0 {
+                data.push('\n');
+            }
+            data.push_str(&raw[line][at..]);
+        }
         let ev = SseEvent {
             event: self.event.take(),
-            data: self.data.join("\n"),
-            raw: std::mem::take(&mut self.raw),
+            data,
+            raw,
         };
         self.data.clear();
         Some(ev)
