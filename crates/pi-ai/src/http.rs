@@ -2,6 +2,7 @@
 //! body chunks, cancellation, and failures described the way Node's fetch (undici) describes
 //! them, since those texts reach `errorMessage` and the retry/overflow classifiers.
 
+use std::future::Future;
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -168,16 +169,30 @@ impl Body {
     pub async fn chunk(
         &mut self,
         cancel: &CancellationToken,
-    ) -> Result<Option<Vec<u8>>, ReadError> {
+    ) -> Result<Option<bytes::Bytes>, ReadError> {
         let idle = self.idle;
         let chunked = self.chunked;
+        let finish = |r: reqwest::Result<Option<bytes::Bytes>>| {
+            r.map_err(|e| ReadError::Terminated(body_error_text(&e, chunked)))
+        };
+        if cancel.is_cancelled() {
+            return Err(ReadError::Aborted);
+        }
+        let mut read = std::pin::pin!(self.resp.chunk());
+        // A chunk that is already there (the rest of a burst) is taken without arming the
+        // idle timer or waiting on the cancellation: both cost more than the chunk itself.
+        let ready = read
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        if let std::task::Poll::Ready(r) = ready {
+            return finish(r);
+        }
         tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(ReadError::Aborted),
-            r = with_idle(idle, self.resp.chunk()) => match r {
+            r = with_idle(idle, read) => match r {
                 None => Err(ReadError::Terminated(BODY_TIMEOUT.to_string())),
-                Some(Ok(c)) => Ok(c.map(|b| b.to_vec())),
-                Some(Err(e)) => Err(ReadError::Terminated(body_error_text(&e, chunked))),
+                Some(r) => finish(r),
             },
         }
     }
