@@ -128,6 +128,28 @@ impl Output {
         }
     }
 
+    /// Emits the text delta `text` of the block at `index` (already appended to it).
+    pub async fn text_delta(&mut self, index: usize, text: &str) {
+        let usage = self.usage();
+        self.emit(StreamEvent::TextDelta {
+            index,
+            delta: text.to_string(),
+            usage,
+        })
+        .await;
+    }
+
+    /// Emits the thinking delta `text` of the block at `index` (already appended to it).
+    pub async fn thinking_delta(&mut self, index: usize, text: &str) {
+        let usage = self.usage();
+        self.emit(StreamEvent::ThinkingDelta {
+            index,
+            delta: text.to_string(),
+            usage,
+        })
+        .await;
+    }
+
     /// Emits `Start` with the message as it stands (no content yet).
     pub async fn start(&mut self) {
         let mut partial = self.msg.clone();

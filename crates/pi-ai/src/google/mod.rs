@@ -288,26 +288,14 @@ impl State {
                         if sig.is_some() {
                             t.thinking_signature = sig;
                         }
-                        let usage = out.usage();
-                        out.emit(StreamEvent::ThinkingDelta {
-                            index,
-                            delta: text.to_string(),
-                            usage,
-                        })
-                        .await;
+                        out.thinking_delta(index, text).await;
                     }
                     Some(AssistantBlock::Text(t)) => {
                         t.text.push_str(text);
                         if sig.is_some() {
                             t.text_signature = sig;
                         }
-                        let usage = out.usage();
-                        out.emit(StreamEvent::TextDelta {
-                            index,
-                            delta: text.to_string(),
-                            usage,
-                        })
-                        .await;
+                        out.text_delta(index, text).await;
                     }
                     _ => {}
                 }

@@ -368,13 +368,7 @@ impl State {
         if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
             t.thinking.push_str(text);
         }
-        let usage = out.usage();
-        out.emit(StreamEvent::ThinkingDelta {
-            index,
-            delta: text.to_string(),
-            usage,
-        })
-        .await;
+        out.thinking_delta(index, text).await;
     }
 
     /// A non-empty text delta.
@@ -383,13 +377,7 @@ impl State {
         if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
             t.text.push_str(text);
         }
-        let usage = out.usage();
-        out.emit(StreamEvent::TextDelta {
-            index,
-            delta: text.to_string(),
-            usage,
-        })
-        .await;
+        out.text_delta(index, text).await;
     }
 
     async fn ensure_text(&mut self, out: &mut Output) -> usize {
