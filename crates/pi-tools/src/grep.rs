@@ -286,6 +286,10 @@ fn grep(
             cancel,
             &mut |e| walk_errors.push(e),
             |path, outcome| {
+                // Most files show nothing: name them only when they do.
+                if matches!(&outcome, FileOutcome::Lines(lines) if lines.is_empty()) {
+                    return true;
+                }
                 let shown = path
                     .strip_prefix(&search_path)
                     .unwrap_or(path)

@@ -13,6 +13,9 @@ use tokio_util::sync::CancellationToken;
 /// to the last.
 const FIRST_WINDOW: usize = 8;
 const LAST_WINDOW: usize = 1024;
+/// Files handed to a worker at once: one wake-up and one hand-off per batch instead of per
+/// file (on a tree of small files those cost about as much as the search).
+const BATCH: usize = 32;
 
 /// One line the search reported: number, bytes (with terminator), whether it matched.
 pub(crate) type Line = (u64, Vec<u8>, bool);
@@ -45,25 +48,31 @@ pub(crate) fn search_in_order(
         .map_or(1, |n| n.get())
         .clamp(1, 8);
     let mut walk = walk;
-    let (job_tx, job_rx) = channel::<(usize, PathBuf)>();
+    let (job_tx, job_rx) = channel::<(usize, Vec<PathBuf>)>();
     let job_rx = Mutex::new(job_rx);
     std::thread::scope(|scope| {
         // Owned by this closure: leaving it (early on a limit or cancel) ends the workers.
         let job_tx = job_tx;
-        let (done_tx, done_rx) = channel::<(usize, PathBuf, FileOutcome)>();
+        let (done_tx, done_rx) = channel::<Vec<(usize, PathBuf, FileOutcome)>>();
         for _ in 0..workers {
             let (job_rx, done_tx) = (&job_rx, done_tx.clone());
             scope.spawn(move || {
                 let mut searcher = make_searcher();
                 loop {
                     let job = lock(job_rx).recv();
-                    let Ok((i, path)) = job else { break };
-                    let outcome = if cancel.is_cancelled() {
-                        FileOutcome::Lines(Vec::new())
-                    } else {
-                        search_file(&mut searcher, matcher, &path, limit)
-                    };
-                    if done_tx.send((i, path, outcome)).is_err() {
+                    let Ok((first, paths)) = job else { break };
+                    let results = (first..)
+                        .zip(paths)
+                        .map(|(i, path)| {
+                            let outcome = if cancel.is_cancelled() {
+                                FileOutcome::Lines(Vec::new())
+                            } else {
+                                search_file(&mut searcher, matcher, &path, limit)
+                            };
+                            (i, path, outcome)
+                        })
+                        .collect();
+                    if done_tx.send(results).is_err() {
                         break;
                     }
                 }
@@ -74,26 +83,40 @@ pub(crate) fn search_in_order(
         let (mut sent, mut consumed) = (0usize, 0usize);
         let mut walk_done = false;
         let mut parked: BTreeMap<usize, (PathBuf, FileOutcome)> = BTreeMap::new();
+        let mut batch: Vec<PathBuf> = Vec::with_capacity(BATCH);
         loop {
             while !walk_done && sent - consumed < window {
                 match walk.next() {
                     Some(Ok(path)) => {
-                        if job_tx.send((sent, path)).is_err() {
+                        batch.push(path);
+                        sent += 1;
+                        if batch.len() == BATCH
+                            && job_tx
+                                .send((sent - BATCH, std::mem::take(&mut batch)))
+                                .is_err()
+                        {
                             return;
                         }
-                        sent += 1;
                     }
                     Some(Err(e)) => on_error(e),
                     None => walk_done = true,
                 }
             }
+            if !batch.is_empty() {
+                let first = sent - batch.len();
+                if job_tx.send((first, std::mem::take(&mut batch))).is_err() {
+                    return;
+                }
+            }
             if consumed == sent || cancel.is_cancelled() {
                 return;
             }
-            let Ok((i, path, outcome)) = done_rx.recv() else {
+            let Ok(results) = done_rx.recv() else {
                 return;
             };
-            parked.insert(i, (path, outcome));
+            for (i, path, outcome) in results {
+                parked.insert(i, (path, outcome));
+            }
             while let Some((path, outcome)) = parked.remove(&consumed) {
                 consumed += 1;
                 if !consume(&path, outcome) {
