@@ -74,6 +74,15 @@ impl AgentEvent {
         WireAgentEvent {
             event: self,
             will_retry,
+            usage_json: None,
+        }
+    }
+
+    /// The running usage a `message_update` carries.
+    pub fn update_usage(&self) -> Option<&Usage> {
+        match self {
+            AgentEvent::MessageUpdate { event } => Some(wire_update(event).0),
+            _ => None,
         }
     }
 }
@@ -82,6 +91,17 @@ impl AgentEvent {
 pub struct WireAgentEvent<'a> {
     event: &'a AgentEvent,
     will_retry: bool,
+    /// A `message_update`'s usage, already serialized (it rarely changes between deltas).
+    usage_json: Option<&'a serde_json::value::RawValue>,
+}
+
+impl<'a> WireAgentEvent<'a> {
+    /// Writes `usage` (the serialized [`AgentEvent::update_usage`]) as the usage of a
+    /// `message_update`.
+    pub fn with_usage_json(mut self, usage: &'a serde_json::value::RawValue) -> Self {
+        self.usage_json = Some(usage);
+        self
+    }
 }
 
 impl Serialize for WireAgentEvent<'_> {
@@ -94,7 +114,10 @@ impl Serialize for WireAgentEvent<'_> {
             AgentEvent::MessageEnd { message } => m.serialize_entry("message", message)?,
             AgentEvent::MessageUpdate { event } => {
                 let (usage, wire) = wire_update(event);
-                m.serialize_entry("usage", usage)?;
+                match self.usage_json {
+                    Some(raw) => m.serialize_entry("usage", raw)?,
+                    None => m.serialize_entry("usage", usage)?,
+                }
                 m.serialize_entry("assistantMessageEvent", &wire)?;
             }
             AgentEvent::ToolExecutionStart {

@@ -198,20 +198,18 @@ impl Agent {
             .sum()
     }
 
-    /// CPU time the process has used so far (user + system, from `/proc/<pid>/stat`, whose
-    /// clock ticks are 10 ms, in microseconds).
+    /// CPU time the process's threads have used so far, in microseconds (the scheduler's
+    /// nanosecond run times in `/proc/<pid>/task/*/schedstat`; `stat`'s ticks are 10 ms).
     pub fn cpu_us(&self) -> u64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) else {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) else {
             return 0;
         };
-        // Fields after the parenthesized command name; utime and stime are the 14th and 15th.
-        let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
-        let f: Vec<u64> = after
-            .split_whitespace()
-            .map(|x| x.parse().unwrap_or(0))
-            .collect();
-        let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-        ticks * 10_000
+        let ns: u64 = tasks
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+            .filter_map(|text| text.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        ns / 1000
     }
 
     fn stderr_tail(&self) -> String {

@@ -3,8 +3,10 @@
 use super::Core;
 use pi_agent::AgentEvent;
 use pi_protocol::event::SessionEvent;
-use pi_protocol::json::to_js_line;
+use pi_protocol::json::{to_js_line, to_js_string};
+use pi_protocol::usage::Usage;
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 impl Core {
     /// Writes one record, waiting while the client is slow to read.
@@ -31,11 +33,35 @@ impl Core {
     }
 
     pub async fn emit_agent(&self, event: &AgentEvent, will_retry: bool) {
-        let update = matches!(
-            event,
-            AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }
-        );
+        if let Some(usage) = event.update_usage() {
+            match self.update_line(event, will_retry, usage) {
+                Ok(line) => {
+                    self.out.send_update(line).await;
+                }
+                Err(e) => eprintln!("pi: could not serialize a record: {e}"),
+            }
+            return;
+        }
+        let update = matches!(event, AgentEvent::ToolExecutionUpdate { .. });
         self.write_as(&event.wire(will_retry), update).await;
+    }
+
+    /// The record of a `message_update`, its usage taken from the cache while unchanged.
+    fn update_line(
+        &self,
+        event: &AgentEvent,
+        will_retry: bool,
+        usage: &Usage,
+    ) -> serde_json::Result<String> {
+        let mut cache = super::lock(&self.usage_json);
+        let raw = match &*cache {
+            Some((cached, raw)) if cached == usage => raw,
+            _ => {
+                let raw = RawValue::from_string(to_js_string(usage)?)?;
+                &cache.insert((usage.clone(), raw)).1
+            }
+        };
+        to_js_line(&event.wire(will_retry).with_usage_json(raw))
     }
 
     /// `queue_update` with the complete current queues.

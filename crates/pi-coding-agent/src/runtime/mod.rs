@@ -92,6 +92,8 @@ pub(crate) struct Core {
     pub busy: watch::Sender<bool>,
     /// Running RPC `bash` commands, for `abort_bash`.
     pub bash_cancels: Mutex<Vec<(u64, CancellationToken)>>,
+    /// The last `message_update` usage and its JSON: a stream's deltas mostly repeat it.
+    pub usage_json: Mutex<Option<(pi_protocol::usage::Usage, Box<serde_json::value::RawValue>)>>,
     agent: OnceLock<Weak<Agent>>,
 }
 

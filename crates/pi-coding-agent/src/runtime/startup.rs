@@ -347,6 +347,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),
+        usage_json: Mutex::new(None),
         busy: watch::channel(false).0,
         bash_cancels: Mutex::new(Vec::new()),
         agent: OnceLock::new(),
