@@ -90,6 +90,13 @@ pub struct Body {
     resp: reqwest::Response,
     chunked: bool,
     idle: Option<Duration>,
+    /// When the last chunk arrived (or the body started).
+    last_chunk: tokio::time::Instant,
+    /// Fires at the earliest moment the body could have been idle too long; armed once and
+    /// moved on only when it fires, not per chunk (re-arming per chunk cost more than the chunk).
+    idle_timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The wait on the request's cancellation, registered once for the whole body.
+    cancelled: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
 }
 
 fn effective(idle: Option<Duration>) -> Option<Duration> {
@@ -145,6 +152,9 @@ pub async fn send(
         resp,
         chunked,
         idle,
+        last_chunk: tokio::time::Instant::now(),
+        idle_timer: None,
+        cancelled: None,
     };
     if !(200..300).contains(&status) {
         let mut text = Vec::new();
@@ -165,36 +175,51 @@ pub async fn send(
 }
 
 impl Body {
-    /// The next chunk, `None` at the end of the body.
+    /// The next chunk, `None` at the end of the body. `cancel` is the same token on every
+    /// call.
     pub async fn chunk(
         &mut self,
         cancel: &CancellationToken,
     ) -> Result<Option<bytes::Bytes>, ReadError> {
-        let idle = self.idle;
-        let chunked = self.chunked;
-        let finish = |r: reqwest::Result<Option<bytes::Bytes>>| {
-            r.map_err(|e| ReadError::Terminated(body_error_text(&e, chunked)))
-        };
         if cancel.is_cancelled() {
             return Err(ReadError::Aborted);
         }
+        let chunked = self.chunked;
+        let idle = self.idle;
+        let cancelled = self
+            .cancelled
+            .get_or_insert_with(|| Box::pin(cancel.clone().cancelled_owned()));
+        let mut timer = match idle {
+            Some(d) => Some(
+                self.idle_timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(self.last_chunk + d))),
+            ),
+            None => None,
+        };
         let mut read = std::pin::pin!(self.resp.chunk());
-        // A chunk that is already there (the rest of a burst) is taken without arming the
-        // idle timer or waiting on the cancellation: both cost more than the chunk itself.
-        let ready = read
-            .as_mut()
-            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-        if let std::task::Poll::Ready(r) = ready {
-            return finish(r);
-        }
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(ReadError::Aborted),
-            r = with_idle(idle, read) => match r {
-                None => Err(ReadError::Terminated(BODY_TIMEOUT.to_string())),
-                Some(r) => finish(r),
-            },
-        }
+        let r = std::future::poll_fn(|cx| {
+            if cancelled.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(Err(ReadError::Aborted));
+            }
+            if let std::task::Poll::Ready(r) = read.as_mut().poll(cx) {
+                return std::task::Poll::Ready(Ok(r));
+            }
+            if let (Some(timer), Some(d)) = (timer.as_mut(), idle) {
+                while timer.as_mut().poll(cx).is_ready() {
+                    let due = self.last_chunk + d;
+                    if tokio::time::Instant::now() >= due {
+                        return std::task::Poll::Ready(Err(ReadError::Terminated(
+                            BODY_TIMEOUT.to_string(),
+                        )));
+                    }
+                    timer.as_mut().reset(due);
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await?;
+        self.last_chunk = tokio::time::Instant::now();
+        r.map_err(|e| ReadError::Terminated(body_error_text(&e, chunked)))
     }
 
     /// The reason phrase of the status (`Bad Gateway`), for APIs that quote it.

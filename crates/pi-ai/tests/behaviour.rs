@@ -95,6 +95,35 @@ async fn a_stalled_stream_fails_after_the_idle_timeout_with_undicis_text() {
 }
 
 #[tokio::test]
+async fn a_slow_stream_that_never_pauses_past_the_idle_timeout_completes() {
+    // Six chunks 100 ms apart under a 250 ms idle timeout: the whole body takes longer than
+    // the timeout, no single gap does.
+    let mut chunks = oc_chunks();
+    chunks.extend(oc_chunks());
+    let mut reply = Reply::sse(chunks);
+    reply.gap = Duration::from_millis(100);
+    let mock = Mock::start(vec![reply]).await;
+    let m = model("openai-completions", "p", &format!("{}/v1", mock.base()));
+    let opts = StreamOptions {
+        idle_timeout: Some(Duration::from_millis(250)),
+        ..options()
+    };
+    let t = Instant::now();
+    let (_, msg) = collect(pi_ai::stream(&m, hello(), opts)).await;
+    assert!(
+        t.elapsed() >= Duration::from_millis(500),
+        "took {:?}",
+        t.elapsed()
+    );
+    // (The scripted chunks carry no finish_reason, which is reported; no timeout is.)
+    assert_eq!(
+        msg.error_message.as_deref(),
+        Some("Stream ended without finish_reason")
+    );
+    assert_eq!(msg.text(), "partialneverpartialnever");
+}
+
+#[tokio::test]
 async fn cancelling_mid_stream_ends_promptly_as_aborted() {
     for (api, base, chunks, text) in [
         ("openai-completions", "/v1", oc_chunks(), "Request was aborted"),
