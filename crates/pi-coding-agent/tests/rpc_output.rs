@@ -115,28 +115,96 @@ fn check_run(records: &[Value], text: &str) {
     assert_eq!(state["success"], true);
 }
 
-/// Waits until the pipe behind `stdout` holds so much that no further record fits.
+/// Bytes waiting to be read on `fd`.
 #[allow(unsafe_code)]
-fn wait_until_full(stdout: &std::process::ChildStdout) {
-    use std::os::fd::AsRawFd;
-    let fd = stdout.as_raw_fd();
-    // SAFETY: fcntl and ioctl on a descriptor the ChildStdout keeps open.
-    let capacity = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+fn unread(fd: std::os::fd::RawFd) -> i64 {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int; the caller keeps `fd` open.
+    assert_eq!(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) }, 0);
+    i64::from(queued)
+}
+
+/// Waits until the pipe `fd` holds so much that no further record fits.
+#[allow(unsafe_code)]
+fn wait_until_pipe_full(fd: std::os::fd::RawFd) {
+    // SAFETY: fcntl on a descriptor the caller keeps open.
+    let capacity = i64::from(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) });
     assert!(capacity > 0);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while unread(fd) <= capacity - 4096 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pipe never filled ({} of {capacity} bytes)",
+            unread(fd)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until the socket `fd` stops filling (the sender is blocked) with at least 32 KB (a Unix socket holds much less than a pipe).
+fn wait_until_socket_stalls(fd: std::os::fd::RawFd) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut last = -1;
     loop {
-        let mut queued: libc::c_int = 0;
-        // SAFETY: as above; FIONREAD writes one int.
-        assert_eq!(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) }, 0);
-        if queued > capacity - 4096 {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = unread(fd);
+        if now == last && now > 32_000 {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the pipe never filled ({queued} of {capacity} bytes)"
+            "the socket never filled ({now} bytes)"
         );
-        std::thread::sleep(Duration::from_millis(5));
+        last = now;
     }
+}
+
+/// One prompt's flood to a client that reads nothing until `wait` returns on the reading end,
+/// with a command sent meanwhile; returns every record read.
+fn late_reader_run<R: std::io::Read + std::os::fd::AsRawFd>(
+    home: &Home,
+    stdout: Stdio,
+    reader: Option<R>,
+    wait: fn(std::os::fd::RawFd),
+) -> Vec<Value> {
+    let mut pi = home.spawn(stdout);
+    let mut stdin = pi.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"go\"}\n")
+        .unwrap();
+    // Direct writes come up short and the rest is queued; a command answered meanwhile must
+    // not cut into a record.
+    let reader: Box<dyn std::io::Read> = match reader {
+        Some(r) => {
+            wait(r.as_raw_fd());
+            Box::new(r)
+        }
+        None => {
+            let out = pi.stdout.take().unwrap();
+            wait(std::os::fd::AsRawFd::as_raw_fd(&out));
+            Box::new(out)
+        }
+    };
+    stdin
+        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut records = Vec::new();
+    let mut r = BufReader::new(reader);
+    loop {
+        let mut line = String::new();
+        assert_ne!(r.read_line(&mut line).unwrap(), 0, "stdout ended early");
+        let rec: Value = serde_json::from_str(line.trim_end_matches('\n'))
+            .unwrap_or_else(|e| panic!("not one record per line ({e}): {line:.200}"));
+        let done = rec["type"] == "agent_end";
+        records.push(rec);
+        if done && records.iter().any(|r| r["id"] == "s") {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(pi.wait().unwrap().success());
+    records
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,35 +212,22 @@ async fn a_delta_flood_to_a_client_that_reads_late_arrives_whole_and_in_order() 
     let (mock, text) = flood_mock().await;
     let home = Home::new(mock.port(), "late");
     let records = tokio::task::spawn_blocking(move || {
-        let mut pi = home.spawn(Stdio::piped());
-        let mut stdin = pi.stdin.take().unwrap();
-        stdin
-            .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"go\"}\n")
-            .unwrap();
-        // Nobody reads until the pipe is full: direct writes come up short and the rest is
-        // queued; a command answered meanwhile must not cut into a record.
-        let stdout = pi.stdout.take().unwrap();
-        wait_until_full(&stdout);
-        stdin
-            .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let mut records = Vec::new();
-        let mut r = BufReader::new(stdout);
-        loop {
-            let mut line = String::new();
-            assert_ne!(r.read_line(&mut line).unwrap(), 0, "stdout ended early");
-            let rec: Value = serde_json::from_str(line.trim_end_matches('\n'))
-                .unwrap_or_else(|e| panic!("not one record per line ({e}): {line:.200}"));
-            let done = rec["type"] == "agent_end";
-            records.push(rec);
-            if done && records.iter().any(|r| r["id"] == "s") {
-                break;
-            }
-        }
-        drop(stdin);
-        assert!(pi.wait().unwrap().success());
-        records
+        late_reader_run::<std::fs::File>(&home, Stdio::piped(), None, wait_until_pipe_full)
+    })
+    .await
+    .unwrap();
+    assert_eq!(records[0]["id"], "p");
+    check_run(&records, &text);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_over_a_socket_pair_as_node_gives_a_child() {
+    let (mock, text) = flood_mock().await;
+    let home = Home::new(mock.port(), "sock");
+    let records = tokio::task::spawn_blocking(move || {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let stdout = Stdio::from(std::os::fd::OwnedFd::from(theirs));
+        late_reader_run(&home, stdout, Some(ours), wait_until_socket_stalls)
     })
     .await
     .unwrap();

@@ -7,8 +7,9 @@
 //! records under one lock, so records never interleave.
 //!
 //! A record is written by the task that produced it when nothing is queued before it and the
-//! pipe has room (a non-blocking write into a private open of the pipe): no hand-off to another
-//! thread, which was most of the cost of a streamed delta. Streamed updates go further: they
+//! pipe or socket has room (a non-blocking write into a private open of the pipe, or a
+//! `MSG_DONTWAIT` send on a stream socket, which is what Node gives a child's stdio): no hand-off
+//! to another thread, which was most of the cost of a streamed delta. Streamed updates go further: they
 //! collect in a small buffer that is written when the runtime runs out of work (its park hook,
 //! [`Output::idle_flush`]), so the deltas decoded from one network read leave in one write, as
 //! soon as nothing more is being done. Anything else is written at once, after what was collected.
@@ -24,6 +25,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -50,9 +52,9 @@ enum Item {
 /// The private stdout and the rules for writing to it.
 struct Sink {
     file: File,
-    /// The descriptor is a private non-blocking open of a pipe: tasks may write to it
-    /// directly. Otherwise (a file, a terminal, a socket) only the writer thread writes.
-    direct: bool,
+    /// Whether and how tasks may write to the descriptor directly. Otherwise (a file, a
+    /// terminal) only the writer thread writes.
+    direct: Direct,
     /// Collected streamed updates, not yet written. Held while writing directly and while
     /// queueing, so a direct write never overlaps another or the start of the queue.
     gate: Mutex<Vec<u8>>,
@@ -60,6 +62,17 @@ struct Sink {
     /// happen only while it is zero, which keeps records in the order they were sent; while it
     /// is not zero nothing is collected.
     queued: AtomicUsize,
+}
+
+/// How a task writes to stdout without blocking.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direct {
+    /// It does not; the writer thread writes everything.
+    No,
+    /// `write` on a private non-blocking open of the pipe.
+    Pipe,
+    /// `send` with `MSG_DONTWAIT` on a stream socket (its flags stay as they are).
+    Socket,
 }
 
 /// A cloneable handle that writes complete JSONL records to stdout.
@@ -152,7 +165,7 @@ impl Output {
     /// Writes (or collects) `record` now if nothing is queued; returns it when it must be
     /// queued instead. Called with the gate free.
     fn write_direct(&self, record: String, coalesce: bool) -> Option<String> {
-        if !self.sink.direct {
+        if self.sink.direct == Direct::No {
             return Some(record);
         }
         let mut collected = lock(&self.sink.gate);
@@ -206,7 +219,7 @@ fn queue_now(sink: &Sink, tx: &mpsc::Sender<Item>, item: Item) {
 /// Writes what the pipe takes of `bytes` without blocking and queues the rest, while the gate
 /// is held and nothing is queued.
 fn write_or_queue_rest(sink: &Sink, tx: &mpsc::Sender<Item>, mut bytes: Vec<u8>) {
-    let written = match write_some(&sink.file, &bytes) {
+    let written = match write_some(sink, &bytes) {
         Ok(n) => n,
         Err(e) => stdout_failed(&e),
     };
@@ -217,10 +230,15 @@ fn write_or_queue_rest(sink: &Sink, tx: &mpsc::Sender<Item>, mut bytes: Vec<u8>)
 }
 
 /// Writes as much of `bytes` as the descriptor takes without blocking.
-fn write_some(mut file: &File, bytes: &[u8]) -> io::Result<usize> {
+fn write_some(sink: &Sink, bytes: &[u8]) -> io::Result<usize> {
     let mut done = 0;
     while done < bytes.len() {
-        match file.write(&bytes[done..]) {
+        let rest = &bytes[done..];
+        let sent = match sink.direct {
+            Direct::Socket => send_nowait(&sink.file, rest),
+            _ => (&sink.file).write(rest),
+        };
+        match sent {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -229,6 +247,24 @@ fn write_some(mut file: &File, bytes: &[u8]) -> io::Result<usize> {
         }
     }
     Ok(done)
+}
+
+#[allow(unsafe_code)]
+fn send_nowait(file: &File, bytes: &[u8]) -> io::Result<usize> {
+    // SAFETY: a valid buffer of `bytes.len()` bytes and a descriptor the file keeps open.
+    let n = unsafe {
+        libc::send(
+            file.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// Like Pi: once the reader is gone (EPIPE and friends) nothing more can be delivered.
@@ -369,9 +405,9 @@ fn write_loop(sink: Arc<Sink>, mut rx: mpsc::Receiver<Item>) {
 }
 
 /// Duplicates fd 1 to a private close-on-exec descriptor and redirects fd 1 to stderr.
-/// Returns the descriptor and whether it is a private non-blocking one (see [`Sink::direct`]).
+/// Returns the descriptor and how tasks may write to it (see [`Sink::direct`]).
 #[allow(unsafe_code)]
-fn take_over_stdout() -> io::Result<(File, bool)> {
+fn take_over_stdout() -> io::Result<(File, Direct)> {
     // SAFETY: plain descriptor syscalls on fds 1 and 2, which exist for the whole process; the
     // duplicated descriptor is new and owned solely by the returned File.
     unsafe {
@@ -385,8 +421,17 @@ fn take_over_stdout() -> io::Result<(File, bool)> {
             return Err(err);
         }
         let file = File::from(OwnedFd::from_raw_fd(private));
-        if !is_pipe(&file) {
-            return Ok((file, false));
+        let kind = file.metadata().map(|m| m.file_type());
+        if kind.as_ref().is_ok_and(|k| k.is_socket()) {
+            let direct = if is_stream_socket(private) {
+                Direct::Socket
+            } else {
+                Direct::No
+            };
+            return Ok((file, direct));
+        }
+        if !kind.is_ok_and(|k| k.is_fifo()) {
+            return Ok((file, Direct::No));
         }
         // A larger pipe (when stdout is one) takes a large record in far fewer write/wake-up
         // rounds with the client; failure (over the system limit) changes nothing.
@@ -399,13 +444,26 @@ fn take_over_stdout() -> io::Result<(File, bool)> {
             libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
         );
         if reopened < 0 {
-            return Ok((file, false));
+            return Ok((file, Direct::No));
         }
-        Ok((File::from(OwnedFd::from_raw_fd(reopened)), true))
+        Ok((File::from(OwnedFd::from_raw_fd(reopened)), Direct::Pipe))
     }
 }
 
-fn is_pipe(file: &File) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    file.metadata().is_ok_and(|m| m.file_type().is_fifo())
+/// A `SOCK_STREAM` socket, where a short send leaves the rest of the bytes for later.
+#[allow(unsafe_code)]
+fn is_stream_socket(fd: libc::c_int) -> bool {
+    let mut kind: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one int into `kind` and its size into `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TYPE,
+            (&mut kind as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    r == 0 && kind == libc::SOCK_STREAM
 }
