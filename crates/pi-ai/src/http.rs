@@ -181,21 +181,18 @@ impl Body {
         &mut self,
         cancel: &CancellationToken,
     ) -> Result<Option<bytes::Bytes>, ReadError> {
-        if cancel.is_cancelled() {
-            return Err(ReadError::Aborted);
-        }
         let chunked = self.chunked;
-        let idle = self.idle;
+        let last_chunk = self.last_chunk;
+        // An already cancelled token makes the first poll ready: no chunk is taken after it.
         let cancelled = self
             .cancelled
             .get_or_insert_with(|| Box::pin(cancel.clone().cancelled_owned()));
-        let mut timer = match idle {
-            Some(d) => Some(
-                self.idle_timer
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(self.last_chunk + d))),
-            ),
-            None => None,
-        };
+        let mut timer = self.idle.map(|d| {
+            let timer = self
+                .idle_timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(last_chunk + d)));
+            (timer, d)
+        });
         let mut read = std::pin::pin!(self.resp.chunk());
         let r = std::future::poll_fn(|cx| {
             if cancelled.as_mut().poll(cx).is_ready() {
@@ -204,9 +201,10 @@ impl Body {
             if let std::task::Poll::Ready(r) = read.as_mut().poll(cx) {
                 return std::task::Poll::Ready(Ok(r));
             }
-            if let (Some(timer), Some(d)) = (timer.as_mut(), idle) {
+            if let Some((timer, d)) = timer.as_mut() {
+                let d = *d;
                 while timer.as_mut().poll(cx).is_ready() {
-                    let due = self.last_chunk + d;
+                    let due = last_chunk + d;
                     if tokio::time::Instant::now() >= due {
                         return std::task::Poll::Ready(Err(ReadError::Terminated(
                             BODY_TIMEOUT.to_string(),

@@ -128,23 +128,23 @@ impl Output {
         }
     }
 
-    /// Emits the text delta `text` of the block at `index` (already appended to it).
-    pub async fn text_delta(&mut self, index: usize, text: &str) {
+    /// Emits the text delta `delta` of the block at `index` (already appended to it).
+    pub async fn text_delta(&mut self, index: usize, delta: String) {
         let usage = self.usage();
         self.emit(StreamEvent::TextDelta {
             index,
-            delta: text.to_string(),
+            delta,
             usage,
         })
         .await;
     }
 
-    /// Emits the thinking delta `text` of the block at `index` (already appended to it).
-    pub async fn thinking_delta(&mut self, index: usize, text: &str) {
+    /// Emits the thinking delta `delta` of the block at `index` (already appended to it).
+    pub async fn thinking_delta(&mut self, index: usize, delta: String) {
         let usage = self.usage();
         self.emit(StreamEvent::ThinkingDelta {
             index,
-            delta: text.to_string(),
+            delta,
             usage,
         })
         .await;

@@ -407,22 +407,12 @@ impl State {
             ("text_delta", Some(AssistantBlock::Text(t))) => {
                 let delta = d["text"].as_str().unwrap_or("").to_string();
                 t.text.push_str(&delta);
-                out.emit(StreamEvent::TextDelta {
-                    index,
-                    delta,
-                    usage,
-                })
-                .await;
+                out.text_delta(index, delta).await;
             }
             ("thinking_delta", Some(AssistantBlock::Thinking(t))) => {
                 let delta = d["thinking"].as_str().unwrap_or("").to_string();
                 t.thinking.push_str(&delta);
-                out.emit(StreamEvent::ThinkingDelta {
-                    index,
-                    delta,
-                    usage,
-                })
-                .await;
+                out.thinking_delta(index, delta).await;
             }
             ("input_json_delta", Some(AssistantBlock::ToolCall(_))) => {
                 let delta = d["partial_json"].as_str().unwrap_or("").to_string();

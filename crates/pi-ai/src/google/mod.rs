@@ -288,14 +288,14 @@ impl State {
                         if sig.is_some() {
                             t.thinking_signature = sig;
                         }
-                        out.thinking_delta(index, text).await;
+                        out.thinking_delta(index, text.to_string()).await;
                     }
                     Some(AssistantBlock::Text(t)) => {
                         t.text.push_str(text);
                         if sig.is_some() {
                             t.text_signature = sig;
                         }
-                        out.text_delta(index, text).await;
+                        out.text_delta(index, text.to_string()).await;
                     }
                     _ => {}
                 }

@@ -368,7 +368,7 @@ impl State {
         if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
             t.thinking.push_str(text);
         }
-        out.thinking_delta(index, text).await;
+        out.thinking_delta(index, text.to_string()).await;
     }
 
     /// A non-empty text delta.
@@ -377,7 +377,7 @@ impl State {
         if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
             t.text.push_str(text);
         }
-        out.text_delta(index, text).await;
+        out.text_delta(index, text.to_string()).await;
     }
 
     async fn ensure_text(&mut self, out: &mut Output) -> usize {

@@ -320,12 +320,7 @@ impl State {
                 if let Some(AssistantBlock::Thinking(t)) = out.msg.content.get_mut(index) {
                     t.thinking.push_str(&delta);
                 }
-                out.emit(StreamEvent::ThinkingDelta {
-                    index,
-                    delta,
-                    usage,
-                })
-                .await;
+                out.thinking_delta(index, delta).await;
             }
             "response.output_text.delta" | "response.refusal.delta" => {
                 let Some(index) = slot(self, Kind::Text) else {
@@ -335,12 +330,7 @@ impl State {
                 if let Some(AssistantBlock::Text(t)) = out.msg.content.get_mut(index) {
                     t.text.push_str(&delta);
                 }
-                out.emit(StreamEvent::TextDelta {
-                    index,
-                    delta,
-                    usage,
-                })
-                .await;
+                out.text_delta(index, delta).await;
             }
             "response.function_call_arguments.delta" => {
                 let Some(s) = self.slots.get_mut(&oi).filter(|s| s.kind == Kind::Tool) else {

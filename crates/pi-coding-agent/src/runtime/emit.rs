@@ -11,13 +11,13 @@ use serde_json::value::RawValue;
 impl Core {
     /// Writes one record, waiting while the client is slow to read.
     pub async fn write<T: Serialize + ?Sized>(&self, record: &T) {
-        self.write_as(record, false).await;
+        self.send_line(to_js_line(record), false).await;
     }
 
     /// `update`: a streamed update that may leave together with the rest of its burst (see
     /// `Output::send_update`).
-    async fn write_as<T: Serialize + ?Sized>(&self, record: &T, update: bool) {
-        match to_js_line(record) {
+    async fn send_line(&self, line: serde_json::Result<String>, update: bool) {
+        match line {
             Ok(line) if update => {
                 self.out.send_update(line).await;
             }
@@ -33,17 +33,15 @@ impl Core {
     }
 
     pub async fn emit_agent(&self, event: &AgentEvent, will_retry: bool) {
-        if let Some(usage) = event.update_usage() {
-            match self.update_line(event, will_retry, usage) {
-                Ok(line) => {
-                    self.out.send_update(line).await;
-                }
-                Err(e) => eprintln!("pi: could not serialize a record: {e}"),
-            }
-            return;
-        }
-        let update = matches!(event, AgentEvent::ToolExecutionUpdate { .. });
-        self.write_as(&event.wire(will_retry), update).await;
+        let line = match event.update_usage() {
+            Some(usage) => self.update_line(event, will_retry, usage),
+            None => to_js_line(&event.wire(will_retry)),
+        };
+        let update = matches!(
+            event,
+            AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }
+        );
+        self.send_line(line, update).await;
     }
 
     /// The record of a `message_update`, its usage taken from the cache while unchanged.
