@@ -10,7 +10,6 @@ mod run;
 pub mod tool;
 mod tool_exec;
 pub mod transcript;
-pub mod validate;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm, RunHooks,

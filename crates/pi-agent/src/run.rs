@@ -5,6 +5,7 @@ use crate::event::AgentEvent;
 use crate::tool_exec::{execute_tool_calls, fail_truncated_calls};
 use crate::transcript::{declaration, declare_tool_changes};
 use pi_ai::{LlmContext, StreamEvent, StreamOptions};
+use pi_js::now_ms;
 use pi_protocol::content::AssistantBlock;
 use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use pi_protocol::model::Model;
@@ -13,13 +14,6 @@ use pi_protocol::tool::Tool;
 use pi_protocol::usage::StopReason;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 /// What a run works on; replaced wholesale by `prepare_next_turn` (e.g. after compaction).
 pub(crate) struct RunState {

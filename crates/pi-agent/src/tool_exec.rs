@@ -8,12 +8,12 @@
 use crate::agent::Agent;
 use crate::event::AgentEvent;
 use crate::join::join_all;
-use crate::run::now_ms;
 use crate::tool::{AgentTool, ExecutionMode, ToolInvocation, ToolUpdateSink};
-use crate::validate::validate_tool_arguments;
+use pi_js::now_ms;
 use pi_protocol::content::{AssistantBlock, TextContent, ToolCall, UserBlock};
 use pi_protocol::message::{AssistantMessage, ToolResultMessage};
 use pi_protocol::tool::AgentToolResult;
+use pi_schema::validate_tool_arguments;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,7 +5,7 @@
 //! Before a request the difference is declared on a system message, so replaying the
 //! transcript always yields exactly the executable set.
 
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::tool::{Tool, ToolReference};
 

@@ -4,8 +4,8 @@
 
 use crate::cost::{clamp_thinking_level, level_map_entry};
 use crate::transcript::system_text;
+use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::model::{Model, SamplingParams};
 use pi_protocol::thinking::ThinkingLevel;

@@ -7,17 +7,17 @@ use pi_protocol::usage::Usage;
 
 /// Fills `usage.cost` from `model.cost` (the registry owns the arithmetic).
 pub fn calculate_cost(model: &Model, usage: &mut Usage) {
-    let _ = crate::registry::calculate_cost(model, usage);
+    let _ = pi_registry::calculate_cost(model, usage);
 }
 
 /// The levels a model supports, in order (`getSupportedThinkingLevels`).
 pub fn supported_thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
-    crate::registry::supported_thinking_levels(model)
+    pi_registry::supported_thinking_levels(model)
 }
 
 /// The nearest supported level: the level itself, else the next higher, else the next lower.
 pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
-    crate::registry::clamp_thinking(model, level)
+    pi_registry::clamp_thinking(model, level)
 }
 
 /// `model.thinkingLevelMap[level]`: `None` absent, `Some(None)` null, `Some(Some(v))` a value.
@@ -46,7 +46,7 @@ pub fn mapped_level(model: &Model, level: ThinkingLevel) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     fn model(json: &str) -> Model {
         serde_json::from_str(json).unwrap()

@@ -1,9 +1,10 @@
 //! Choosing the wire API for a model and running the request on the Tokio runtime.
 
-use crate::output::{Output, now_ms};
+use crate::output::Output;
 use crate::request::setup_error;
 use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
 use crate::{anthropic, faux, google, openai_completions, openai_responses};
+use pi_js::now_ms;
 use pi_protocol::model::Model;
 use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Instant;

@@ -65,11 +65,11 @@ fn alnum_underscore(b: u8) -> bool {
 /// `"code"\s*:\s*"?1308(?![0-9])`: Z.ai's plan-limit code.
 fn zai_limit_code(text: &str) -> bool {
     text.match_indices("\"code\"").any(|(i, m)| {
-        let rest = text[i + m.len()..].trim_start();
+        let rest = pi_js::trim_start(&text[i + m.len()..]);
         let Some(rest) = rest.strip_prefix(':') else {
             return false;
         };
-        let rest = rest.trim_start();
+        let rest = pi_js::trim_start(rest);
         let rest = rest.strip_prefix('"').unwrap_or(rest);
         rest.strip_prefix("1308")
             .is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_digit()))

@@ -2,14 +2,15 @@
 //! response for the model's provider, streamed in small pieces, with usage estimated from the
 //! text (4 characters a token). Used by tests and demos; no network.
 
-use crate::output::{Output, now_ms};
+use crate::output::Output;
 use crate::stream::{LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::partial_arguments;
 use crate::transcript::system_text;
+use pi_js::json::to_js_string;
+use pi_js::now_ms;
 use pi_protocol::content::{
     AssistantBlock, StringOrBlocks, TextContent, ThinkingContent, ToolCall, UserBlock,
 };
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
 use pi_protocol::record::KeyOrder;

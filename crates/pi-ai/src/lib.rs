@@ -12,7 +12,6 @@ pub mod openai_completions;
 pub mod openai_responses;
 pub mod output;
 pub mod provider_error;
-pub mod registry;
 pub mod request;
 pub mod sse;
 pub mod stream;

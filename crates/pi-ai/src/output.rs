@@ -6,19 +6,13 @@
 //! order so the final message serializes exactly as Pi's does.
 
 use crate::stream::{StreamEvent, StreamSender};
+use pi_js::now_ms;
 use pi_protocol::message::AssistantMessage;
 use pi_protocol::model::Model;
 use pi_protocol::record::KeyOrder;
 use pi_protocol::usage::{StopReason, Usage};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-/// Unix time in milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use std::time::Instant;
 
 const BASE_KEYS: [&str; 8] = [
     "role",

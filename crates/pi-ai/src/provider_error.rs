@@ -4,8 +4,8 @@
 
 use crate::budget::js_len;
 use crate::http::{Body, ReadError, SendError};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use serde_json::Value;
 
 /// Which SDK the reference used for an API; they word failures differently.
@@ -46,8 +46,8 @@ fn stainless_message(status: u16, error: Option<&Value>, text: &str) -> String {
     let msg = match error {
         Some(e) => match e.get("message") {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
-            Some(m) if is_truthy(m) => js_stringify(m),
-            _ if is_truthy(e) => js_stringify(e),
+            Some(m) if pi_js::truthy(m) => js_stringify(m),
+            _ if pi_js::truthy(e) => js_stringify(e),
             _ => String::new(),
         },
         None => text.to_string(),
@@ -56,17 +56,6 @@ fn stainless_message(status: u16, error: Option<&Value>, text: &str) -> String {
         format!("{status} status code (no body)")
     } else {
         format!("{status} {msg}")
-    }
-}
-
-/// JavaScript truthiness of a JSON value.
-pub fn is_truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
     }
 }
 
@@ -81,7 +70,7 @@ fn openai_status(status: u16, body: &str, prefix: Option<&str>) -> String {
     let message = stainless_message(status, error, body);
     let body = error
         .filter(|e| e.as_object().is_some_and(|o| !o.is_empty()))
-        .map(|e| truncate(js_stringify(e).trim()));
+        .map(|e| truncate(pi_js::trim(&js_stringify(e))));
     match (body, prefix) {
         (Some(b), Some(p)) if !message.contains(&b) => format!("{p} ({status}): {b}"),
         (Some(b), None) if !message.contains(&b) => format!("{status}: {b}"),

@@ -34,7 +34,7 @@ impl Headers {
 
     /// True when `name` is set to a non-blank value.
     pub fn has(&self, name: &str) -> bool {
-        self.get(name).is_some_and(|v| !v.trim().is_empty())
+        self.get(name).is_some_and(|v| !pi_js::trim(v).is_empty())
     }
 }
 

@@ -77,7 +77,7 @@ fn strict_node(schema: &mut Value, filter: Option<KeywordFilter>) -> Result<(), 
             if f(k, v) {
                 return Err(format!(
                     "{k}: {} is unsupported",
-                    pi_protocol::json::to_js_string(v).unwrap_or_default()
+                    pi_js::json::to_js_string(v).unwrap_or_default()
                 ));
             }
         }
@@ -216,7 +216,7 @@ pub fn tool_parameters(tool: &Tool, strict: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn optional_properties_become_nullable_and_all_required() {

@@ -2,7 +2,7 @@
 //! `argumentsError` text) and the lenient parse of an unfinished text, which is what a response
 //! cut off mid-call keeps as its `arguments`.
 
-use pi_protocol::js_parse::parse_js_json;
+use pi_js::parse::parse_js_json;
 use serde_json::{Map, Value};
 
 /// Escapes raw control characters inside string literals and doubles backslashes that start no
@@ -73,7 +73,7 @@ pub fn parse_json_with_repair(json: &str) -> Result<Value, String> {
 /// The arguments of a finished tool call: the parsed object, or `{}` with Pi's `argumentsError`
 /// (`<JSON.parse message>\n\nReceived arguments:\n<text>`) when the text is not a JSON object.
 pub fn parse_tool_call_arguments(text: &str) -> (Map<String, Value>, Option<String>) {
-    if text.trim().is_empty() {
+    if pi_js::trim(text).is_empty() {
         return (Map::new(), None);
     }
     let message = match parse_json_with_repair(text) {
@@ -542,7 +542,7 @@ fn array_index(k: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     fn partial(text: &str) -> String {
         to_js_string(&partial_arguments(text)).unwrap()

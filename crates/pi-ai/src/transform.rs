@@ -114,7 +114,7 @@ pub fn transform_messages<M: std::borrow::Borrow<AgentMessage>>(
                             {
                                 return Some(block.clone());
                             }
-                            (!t.thinking.trim().is_empty()).then(|| block.clone())
+                            (!pi_js::trim(&t.thinking).is_empty()).then(|| block.clone())
                         }
                         AssistantBlock::Text(t) => Some(if same {
                             block.clone()
@@ -208,7 +208,7 @@ fn synthetic_result(id: String, name: String) -> ToolResultMessage {
         nested_calls: None,
         is_error: true,
         duration_ms: None,
-        timestamp: crate::output::now_ms(),
+        timestamp: pi_js::now_ms(),
         rest: Rest::default(),
     }
 }

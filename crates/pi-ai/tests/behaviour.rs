@@ -209,7 +209,7 @@ async fn a_refused_connection_is_worded_like_node() {
 async fn requests_that_cannot_start_fail_with_pis_setup_error() {
     let m = model("nope-api", "p", "");
     let (_, msg) = collect(pi_ai::stream(&m, hello(), options())).await;
-    let json = pi_protocol::json::to_js_string(&msg).unwrap();
+    let json = pi_js::json::to_js_string(&msg).unwrap();
     assert!(
         json.starts_with(r#"{"role":"assistant","content":[],"api":"nope-api","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"error","errorMessage":"No API provider registered for api: nope-api","timestamp":"#),
         "{json}"

@@ -130,7 +130,7 @@ fn normalize(msg: &str) -> String {
         }
     }
     v.remove("thinkingLevel");
-    generated_ids(&pi_protocol::json::to_js_string(&v).unwrap())
+    generated_ids(&pi_js::json::to_js_string(&v).unwrap())
 }
 
 /// Google tool-call ids Pi generates (`<name>_<unix ms>_<counter>`) differ per run.
@@ -273,7 +273,7 @@ async fn run_case(case: Case) -> Vec<String> {
     while let Some(ev) = stream.next().await {
         match &ev {
             StreamEvent::Done { message } | StreamEvent::Error { message } => {
-                last = Some(pi_protocol::json::to_js_string(message).unwrap())
+                last = Some(pi_js::json::to_js_string(message).unwrap())
             }
             other => events.extend(wire_event(other)),
         }

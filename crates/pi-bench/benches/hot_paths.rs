@@ -22,8 +22,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pi_ai::sse::SseDecoder;
 use pi_bench::datagen::{self, Rng, sample_session_lines};
 use pi_bench::mock::render;
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::{to_js_line, to_js_string};
+use pi_js::json::{to_js_line, to_js_string};
+use pi_js::parse::parse_js_json;
 use pi_protocol::{
     MessageUpdateRef, Outcome, RpcResponse, SessionEntry, SessionEvent, Usage, WireAssistantEvent,
     decode_command,

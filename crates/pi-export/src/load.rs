@@ -2,7 +2,7 @@
 //! malformed (torn) lines are skipped, the first parsed line must be the header, v1/v2 files
 //! are migrated in memory (never rewritten here), and the leaf is the last entry.
 
-use pi_protocol::js_parse::parse_js_json;
+use pi_js::parse::parse_js_json;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
 use pi_protocol::session_entry::{MessageEntry, SessionEntry, SessionHeader};

@@ -89,7 +89,7 @@ pub fn blocks_text(blocks: &[UserBlock]) -> String {
 
 /// `value` as `JSON.stringify(value, null, 2)` would print it.
 pub fn pretty_json(value: &Value) -> String {
-    pi_protocol::json::to_js_string_pretty(value).unwrap_or_else(|_| value.to_string())
+    pi_js::json::to_js_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
 /// Appends a `<time>` for an ISO 8601 timestamp: the time of day, the full value on hover.

@@ -1,8 +1,8 @@
 //! The `local` provider's built-in model and its entry in the model registry.
 
 use crate::paths::{models_dir, resolve_model_path};
-use pi_ai::registry::LocalProvider;
 use pi_protocol::model::{InputModality, Model, ModelCost};
+use pi_registry::LocalProvider;
 
 /// The provider id (`--provider local`).
 pub const PROVIDER: &str = "local";
@@ -58,7 +58,7 @@ pub fn is_runnable(model: &Model) -> bool {
     resolve_model_path(&model.base_url).is_some_and(|p| p.is_file())
 }
 
-/// The registry entry for `pi_ai::registry::LoadOptions::local`.
+/// The registry entry for `pi_registry::LoadOptions::local`.
 pub fn registry_provider() -> LocalProvider {
     LocalProvider {
         id: PROVIDER.into(),

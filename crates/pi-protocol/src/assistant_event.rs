@@ -348,8 +348,8 @@ impl AssistantMessageEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
     use crate::usage::StopReason;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn wire_form_drops_partial_and_names_tool_calls() {

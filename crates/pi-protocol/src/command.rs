@@ -309,7 +309,7 @@ fn js_string(value: &Value) -> String {
         Value::Object(_) => "[object Object]".to_string(),
         Value::String(s) => s.clone(),
         Value::Null => "null".to_string(),
-        other => crate::json::to_js_string(other).unwrap_or_default(),
+        other => pi_js::json::to_js_string(other).unwrap_or_default(),
     }
 }
 

@@ -301,7 +301,7 @@ impl ModelCompat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn compat_round_trips_and_merges() {

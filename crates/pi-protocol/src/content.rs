@@ -283,7 +283,7 @@ impl<'de, B: serde::de::DeserializeOwned> Deserialize<'de> for StringOrBlocks<B>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     fn rt<T: Serialize + serde::de::DeserializeOwned>(s: &str) {
         let v: T = serde_json::from_str(s).unwrap();

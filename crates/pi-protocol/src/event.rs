@@ -231,7 +231,7 @@ impl Serialize for MessageUpdateRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
     use std::borrow::Cow;
 
     #[test]

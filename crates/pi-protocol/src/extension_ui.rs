@@ -180,7 +180,7 @@ impl ExtensionUiRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn requests_round_trip() {

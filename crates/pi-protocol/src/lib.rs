@@ -7,8 +7,6 @@ pub mod compat;
 pub mod content;
 pub mod event;
 pub mod extension_ui;
-pub mod js_parse;
-pub mod json;
 pub mod message;
 pub mod model;
 pub mod num;

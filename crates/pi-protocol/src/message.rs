@@ -367,7 +367,7 @@ message_from!(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     fn rt(s: &str) -> AgentMessage {
         let m: AgentMessage = serde_json::from_str(s).unwrap();

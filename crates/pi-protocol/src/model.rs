@@ -165,7 +165,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn placeholder_matches_pi() {

@@ -597,7 +597,7 @@ impl<V> FromIterator<(String, V)> for OrderedMap<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     record! {
         /// A test record.

@@ -51,11 +51,11 @@ pub fn data_prefix(id: Option<&Value>, command: &str) -> String {
     let mut out = String::from("{");
     if let Some(id) = id {
         out.push_str("\"id\":");
-        out.push_str(&crate::json::to_js_string(id).unwrap_or_else(|_| "null".into()));
+        out.push_str(&pi_js::json::to_js_string(id).unwrap_or_else(|_| "null".into()));
         out.push(',');
     }
     out.push_str("\"type\":\"response\",\"command\":");
-    out.push_str(&crate::json::to_js_string(command).unwrap_or_else(|_| "null".into()));
+    out.push_str(&pi_js::json::to_js_string(command).unwrap_or_else(|_| "null".into()));
     out.push_str(",\"success\":true,\"data\":");
     out
 }
@@ -88,7 +88,7 @@ impl<T: Serialize> Serialize for RpcResponse<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
     use serde_json::json;
 
     #[test]

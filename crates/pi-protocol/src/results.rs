@@ -319,14 +319,14 @@ pub struct CommandsData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn stats_null_context_usage_and_empty_text() {
         let s = r#"{"sessionId":"s","userMessages":2,"assistantMessages":3,"toolCalls":1,"toolResults":1,"totalMessages":7,"tokens":{"input":270,"output":21,"cacheRead":0,"cacheWrite":0,"total":291},"cost":0.0011250000000000001,"contextUsage":{"tokens":null,"contextWindow":128000,"percent":null}}"#;
         // serde_json's own float parsing can misround; js_parse rounds like V8.
         let st: SessionStats =
-            serde_json::from_value(crate::js_parse::parse_js_json(s).unwrap()).unwrap();
+            serde_json::from_value(pi_js::parse::parse_js_json(s).unwrap()).unwrap();
         assert_eq!(to_js_string(&st).unwrap(), s);
         assert_eq!(
             to_js_string(&LastAssistantTextData::default()).unwrap(),

@@ -341,7 +341,7 @@ pub struct SessionTreeNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn entries_round_trip() {

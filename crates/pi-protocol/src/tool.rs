@@ -144,7 +144,7 @@ record! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn tool_declarations_round_trip() {

@@ -75,7 +75,7 @@ impl StopReason {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     #[test]
     fn the_three_observed_orders_are_canonical() {
@@ -84,8 +84,7 @@ mod tests {
             r#"{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"reasoning":2,"totalTokens":15,"cost":{"input":0.00003,"output":0.00007500000000000001,"cacheRead":0,"cacheWrite":0,"total":0.000105,"totalFromProvider":false}}"#,
             r#"{"input":10,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":11,"cost":{"input":0.00003,"output":0.000015,"cacheRead":0,"cacheWrite":0,"total":0.000045,"totalFromProvider":false},"cacheWrite1h":0}"#,
         ] {
-            let u: Usage =
-                serde_json::from_value(crate::js_parse::parse_js_json(s).unwrap()).unwrap();
+            let u: Usage = serde_json::from_value(pi_js::parse::parse_js_json(s).unwrap()).unwrap();
             assert!(u.rest.order().is_canonical(), "{s}");
             assert_eq!(to_js_string(&u).unwrap(), s);
         }

@@ -11,13 +11,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use pi_protocol::assistant_event::WireAssistantEvent;
 use pi_protocol::command::{Incoming, decode_command};
 use pi_protocol::content::AssistantBlock;
 use pi_protocol::event::{MessageUpdateRef, SessionEvent};
 use pi_protocol::extension_ui::{ExtensionUiRequest, UiRequest};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::model::Model;
 use pi_protocol::response::{Outcome, RpcResponse};

@@ -4,7 +4,7 @@
 //!
 //! The file is opened in place (a file that needs repair or migration is modified).
 
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
 use pi_session::SessionStore;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;

@@ -9,12 +9,12 @@
 use crate::context::current_system_message;
 use crate::error::{Result, SessionError};
 use crate::ids::new_entry_id_in;
-use crate::js::js_trim;
 use crate::lenient::entry_from_map;
 use crate::store::SessionStore;
-use crate::time::{now_iso, parse_iso_ms};
+use pi_js::json::to_js_string;
+use pi_js::time::{now_iso, parse_iso_ms};
+use pi_js::trim as js_trim;
 use pi_protocol::content::UserContent;
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
 use pi_protocol::session_entry::{

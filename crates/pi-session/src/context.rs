@@ -15,7 +15,7 @@
 
 use crate::lenient::message_from_map;
 use crate::store::SessionStore;
-use crate::time::parse_iso_ms;
+use pi_js::time::parse_iso_ms;
 use pi_protocol::message::{
     AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage,
 };
@@ -428,7 +428,7 @@ fn project_raw<'a>(m: &'a Map<String, Value>, out: &mut Vec<ContextMessage<'a>>)
                 ("timestamp", ts()),
             ])));
         }
-        Some("branch_summary") if m.get("summary").is_some_and(crate::js::truthy) => {
+        Some("branch_summary") if m.get("summary").is_some_and(pi_js::truthy) => {
             out.push(ContextMessage::built(raw_message(vec![
                 ("role", Some("branchSummary".into())),
                 ("summary", get("summary")),

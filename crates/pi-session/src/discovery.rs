@@ -3,12 +3,13 @@
 //! several sessions that match one id prefix, where Pi's "last activity" needs a scan of those
 //! files.
 
+use crate::content_text::raw_content_text;
 use crate::error::{Result, SessionError};
-use crate::js::{js_trim, raw_content_text};
 use crate::paths::{absolute, default_session_dir, resolve_path};
 use crate::read::{as_header, parse_line};
 use crate::store::{NewSession, SessionStore};
-use crate::time::parse_iso_ms;
+use pi_js::time::parse_iso_ms;
+use pi_js::trim as js_trim;
 use serde_json::{Map, Value};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};

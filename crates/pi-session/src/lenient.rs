@@ -6,7 +6,7 @@
 //! verbatim ([`AgentMessage::Other`]), and any other entry is kept verbatim
 //! ([`SessionEntry::Other`]). Either way the entry re-serializes to the same JSON.
 
-use pi_protocol::js_parse::parse_js_json;
+use pi_js::parse::parse_js_json;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::{MessageEntry, SessionEntry};
 use serde_json::{Map, Value};
@@ -69,7 +69,7 @@ pub(crate) fn message_from_map(map: Map<String, Value>) -> AgentMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     fn load(line: &str) -> SessionEntry {
         let Ok(Value::Object(map)) = parse_js_json(line) else {

@@ -18,13 +18,13 @@
 //! should append to it.
 
 mod append;
+pub mod content_text;
 mod context;
 pub mod discovery;
 mod error;
 mod fork;
 mod id_index;
 pub mod ids;
-pub mod js;
 mod lenient;
 mod migrate;
 pub mod paths;
@@ -32,7 +32,6 @@ mod queries;
 mod read;
 mod store;
 mod system_prompt;
-pub mod time;
 mod tree;
 mod writer;
 

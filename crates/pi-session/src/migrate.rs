@@ -8,7 +8,7 @@
 //! * v2 → v3: the message role `hookMessage` becomes `custom`.
 
 use crate::ids::new_entry_id;
-use crate::js::to_number;
+use pi_js::to_number;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -102,7 +102,7 @@ fn v2_to_v3(header: &mut Map<String, Value>, entries: &mut [Map<String, Value>])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::json::to_js_string;
+    use pi_js::json::to_js_string;
     use serde_json::json;
 
     fn obj(v: Value) -> Map<String, Value> {

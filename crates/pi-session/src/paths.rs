@@ -2,7 +2,7 @@
 //! agent dir, file names, and the path arithmetic of Node's `path` module that Pi relies on
 //! (lexical, never touching the file system). POSIX paths only.
 
-use crate::time::file_timestamp;
+use pi_js::time::file_timestamp;
 use std::path::{Path, PathBuf};
 
 /// Pi's `normalizePath`: `~` and `~/...` expand to `home`, `file://` URLs become paths;

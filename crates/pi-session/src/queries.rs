@@ -1,7 +1,7 @@
 //! Whole-session queries of the RPC layer: the user messages a fork can start from
 //! (`get_fork_messages`) and the counters of `get_session_stats`.
 
-use crate::js::raw_content_text;
+use crate::content_text::raw_content_text;
 use crate::store::SessionStore;
 use pi_protocol::content::{StringOrBlocks, UserBlock, UserContent};
 use pi_protocol::message::AgentMessage;

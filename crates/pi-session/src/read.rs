@@ -11,9 +11,9 @@
 //! the size of the parsed entries.
 
 use crate::error::{Result, SessionError};
-use crate::js::{js_trim, to_number, truthy};
 use crate::lenient::entry_from_line;
-use pi_protocol::js_parse::parse_js_json;
+use pi_js::parse::parse_js_json;
+use pi_js::{to_number, trim as js_trim, truthy};
 use pi_protocol::session_entry::SessionEntry;
 use serde_json::{Map, Value};
 use std::borrow::Cow;

@@ -9,10 +9,10 @@ use crate::lenient::entry_from_map;
 use crate::migrate::migrate;
 use crate::paths::{absolute, default_session_dir, join, normalize_lexically, session_file_name};
 use crate::read::{Body, FileContent, ReadOutcome, read_session_file};
-use crate::time::now_iso;
 use crate::writer::{SessionFile, terminate_last_line};
 use indexmap::IndexMap;
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
+use pi_js::time::now_iso;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::{CURRENT_SESSION_VERSION, SessionEntry};
 use serde_json::{Map, Value};
@@ -392,7 +392,7 @@ impl SessionStore {
             SessionEntry::SessionInfo(i) => Some(
                 i.name
                     .as_deref()
-                    .map(crate::js::js_trim)
+                    .map(pi_js::trim)
                     .filter(|n| !n.is_empty())
                     .map(str::to_owned),
             ),
@@ -402,7 +402,7 @@ impl SessionStore {
                 Some(
                     m.get("name")
                         .and_then(Value::as_str)
-                        .map(crate::js::js_trim)
+                        .map(pi_js::trim)
                         .filter(|n| !n.is_empty())
                         .map(str::to_owned),
                 )

@@ -74,7 +74,7 @@ pub fn current_system_message<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::json::to_js_string;
+    use pi_js::json::to_js_string;
 
     fn sys(json: &str) -> AgentMessage {
         serde_json::from_str(json).unwrap()

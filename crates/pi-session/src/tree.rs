@@ -7,8 +7,8 @@
 //! recursive drops of nested nodes). Pi's own `get_tree` fails on such sessions.
 
 use crate::store::{Label, SessionStore};
-use crate::time::parse_iso_ms;
-use pi_protocol::json::write_js;
+use pi_js::json::write_js;
+use pi_js::time::parse_iso_ms;
 use pi_protocol::session_entry::SessionEntry;
 use std::io::Write;
 

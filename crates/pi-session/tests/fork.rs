@@ -7,7 +7,7 @@
 mod common;
 
 use common::{TempDir, copy_into, fixtures};
-use pi_protocol::js_parse::parse_js_json;
+use pi_js::parse::parse_js_json;
 use pi_session::{ForkPosition, NewSession, SessionStore};
 use serde_json::Value;
 use std::path::Path;

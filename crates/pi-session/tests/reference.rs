@@ -8,8 +8,8 @@
 mod common;
 
 use common::{TempDir, copy_into, fixtures, jsonl_in};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use pi_session::SessionStore;
 use serde_json::Value;
 use std::collections::HashMap;

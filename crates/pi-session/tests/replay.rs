@@ -9,8 +9,8 @@
 mod common;
 
 use common::{TempDir, fixtures, jsonl_in};
+use pi_js::parse::parse_js_json;
 use pi_protocol::content::UserContent;
-use pi_protocol::js_parse::parse_js_json;
 use pi_protocol::message::AgentMessage;
 use pi_session::{BranchSummaryParams, CompactionParams, NewSession, SessionStore};
 use serde_json::Value;
@@ -129,7 +129,7 @@ fn replay(fixture: &Path) {
             &format!("\"timestamp\":\"{their_ts}\""),
         );
         if values[i]["type"] == "compaction" {
-            let ms = |iso: &str| pi_session::time::parse_iso_ms(iso).unwrap();
+            let ms = |iso: &str| pi_js::time::parse_iso_ms(iso).unwrap();
             fixed = fixed.replace(
                 &format!("\"timestamp\":{}}}", ms(our_ts)),
                 &format!("\"timestamp\":{}}}", ms(&their_ts)),

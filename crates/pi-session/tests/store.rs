@@ -7,9 +7,9 @@
 mod common;
 
 use common::TempDir;
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use pi_protocol::content::{StringOrBlocks, UserBlock};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::{AgentMessage, AssistantMessage, UserMessage};
 use pi_protocol::usage::StopReason;
 use pi_session::{BranchSummaryParams, CompactionParams, NewSession, SessionError, SessionStore};
@@ -283,7 +283,7 @@ fn compaction_keeps_from_first_kept_and_stores_the_prompt_state() {
         })
         .unwrap();
     let entry = s.entry(&c).unwrap();
-    let ms = pi_session::time::parse_iso_ms(entry.timestamp().unwrap()).unwrap();
+    let ms = pi_js::time::parse_iso_ms(entry.timestamp().unwrap()).unwrap();
     assert_eq!(
         to_js_string(entry).unwrap(),
         format!(

@@ -3,13 +3,13 @@
 //! file when it was cut.
 
 use crate::config::ToolsConfig;
-use crate::js::js_number;
 use crate::shell::accumulator::{OutputAccumulator, Snapshot};
 use crate::shell::env::{SESSION_ENV_VARS, remove, resolve_shell, set, shell_env};
 use crate::shell::process::{ShellCommand, ShellEvent, ShellOutcome, ShellProcess};
 use crate::tool_util::{declaration, num_arg, prop, str_arg, text_block, text_result};
 use crate::truncate::{DEFAULT_MAX_BYTES, TruncatedBy, format_size};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation, ToolUpdateSink};
+use pi_js::number_to_string as js_number;
 use pi_protocol::tool::{AgentToolResult, Tool};
 use serde_json::{Map, Value, json};
 use std::ffi::{OsStr, OsString};

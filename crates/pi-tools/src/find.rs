@@ -5,7 +5,6 @@
 //! in sorted path order.
 
 use crate::config::ToolsConfig;
-use crate::js::js_number;
 use crate::paths::{home_dir, resolve_to_cwd};
 use crate::tool_util::{
     aborted, declaration, effective_limit, listing_result, num_arg, prop, str_arg, text_result,
@@ -14,6 +13,7 @@ use crate::truncate::{DEFAULT_MAX_BYTES, Limits, truncate_head};
 use globset::GlobBuilder;
 use ignore::WalkBuilder;
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
+use pi_js::number_to_string as js_number;
 use pi_protocol::tool::{AgentToolResult, Tool};
 use regex::bytes::{Regex, RegexBuilder};
 use regex_syntax::hir::{Class, Hir, HirKind};
@@ -216,7 +216,7 @@ fn find(
         if entry.file_type().is_some_and(|t| t.is_dir()) {
             printed.push('/');
         }
-        let printed = crate::js::js_trim(&printed);
+        let printed = pi_js::trim(&printed);
         let bare = Path::new(printed.trim_end_matches('/'));
         let mut shown = bare
             .strip_prefix(&search_path)

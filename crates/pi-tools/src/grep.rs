@@ -6,7 +6,6 @@
 
 use crate::config::ToolsConfig;
 use crate::grep_walk::{FileOutcome, search_in_order};
-use crate::js::js_number;
 use crate::paths::resolve_to_cwd;
 use crate::tool_util::{
     aborted, bool_arg, declaration, effective_limit, num_arg, prop, str_arg, text_result,
@@ -19,6 +18,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
+use pi_js::number_to_string as js_number;
 use pi_protocol::tool::{AgentToolResult, Tool};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};

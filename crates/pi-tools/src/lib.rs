@@ -5,7 +5,6 @@
 //! our own words over the same parameter schemas.
 
 pub mod bash;
-pub mod collate;
 pub mod config;
 pub mod edit;
 pub mod find;
@@ -13,7 +12,6 @@ pub mod fs_error;
 pub mod grep;
 mod grep_walk;
 pub mod image;
-pub mod js;
 pub mod ls;
 pub mod mutation_queue;
 pub mod output_file;

@@ -1,16 +1,15 @@
 //! The `ls` tool: one directory's entries, dotfiles included, sorted case-insensitively in
 //! locale order, directories marked with `/`.
 
-use crate::collate::compare_names;
 use crate::config::ToolsConfig;
 use crate::fs_error;
-use crate::js::js_number;
 use crate::paths::resolve_to_cwd;
 use crate::tool_util::{
     declaration, effective_limit, listing_result, num_arg, prop, str_arg, text_result,
 };
 use crate::truncate::{Limits, truncate_head};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
+use pi_js::number_to_string as js_number;
 use pi_protocol::tool::{AgentToolResult, Tool};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -80,7 +79,11 @@ fn list(config: &ToolsConfig, args: &Map<String, Value>) -> Result<AgentToolResu
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    names.sort_by(|a, b| compare_names(a, b));
+    // Pi sorts with `a.toLowerCase().localeCompare(b.toLowerCase())`; full ties keep byte order
+    // so the listing is deterministic.
+    names.sort_by(|a, b| {
+        pi_js::locale_compare(&a.to_lowercase(), &b.to_lowercase()).then_with(|| a.cmp(b))
+    });
     let mut results = Vec::new();
     let mut limit_reached = false;
     for name in names {

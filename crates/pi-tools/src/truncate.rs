@@ -1,7 +1,7 @@
 //! Output truncation shared by the tools: keep the head (read, grep, find, ls) or the tail (bash)
 //! of a text within a line and a byte limit, and describe what was cut.
 
-use crate::js::utf16_len;
+use pi_js::utf16_len;
 use serde::Serialize;
 
 pub const DEFAULT_MAX_LINES: usize = 2000;

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use pi_agent::ToolInvocation;
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
 use pi_tools::{ToolsConfig, all_tool_names, build, build_tool, prepare_edit_arguments};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use pi_agent::{ToolError, ToolInvocation};
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
 use pi_protocol::tool::AgentToolResult;
 use pi_tools::{SessionHandle, SessionInfo, ToolsConfig, build_tool};
 use serde_json::{Map, Value, json};

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use pi_agent::{AgentTool, ToolInvocation};
-use pi_protocol::json::to_js_string;
+use pi_js::json::to_js_string;
 use pi_protocol::tool::AgentToolResult;
 use pi_tools::{BashRequest, ToolsConfig, build_tool, execute_bash};
 use serde_json::{Map, Value, json};

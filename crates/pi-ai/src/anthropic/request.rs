@@ -206,7 +206,7 @@ fn assistant_blocks(a: &AssistantMessage, p: &Params<'_>) -> Vec<Value> {
     for b in &a.content {
         match b {
             AssistantBlock::Text(t) => {
-                if !t.text.trim().is_empty() {
+                if !pi_js::trim(&t.text).is_empty() {
                     blocks.push(json!({"type": "text", "text": t.text}));
                 }
             }
@@ -218,8 +218,8 @@ fn assistant_blocks(a: &AssistantMessage, p: &Params<'_>) -> Vec<Value> {
                 let sig = t
                     .thinking_signature
                     .as_deref()
-                    .filter(|s| !s.trim().is_empty());
-                if t.thinking.trim().is_empty() && sig.is_none() {
+                    .filter(|s| !pi_js::trim(s).is_empty());
+                if pi_js::trim(&t.thinking).is_empty() && sig.is_none() {
                     continue;
                 }
                 blocks.push(match sig {
@@ -253,26 +253,28 @@ fn convert_messages(msgs: &[AgentMessage], p: &Params<'_>, cc: Option<&Value>) -
                     );
                 }
             }
-            AgentMessage::User(u) => match &u.content {
-                StringOrBlocks::Text(t) => {
-                    if !t.trim().is_empty() {
-                        out.push(json!({"role": "user", "content": t}));
+            AgentMessage::User(u) => {
+                match &u.content {
+                    StringOrBlocks::Text(t) => {
+                        if !pi_js::trim(t).is_empty() {
+                            out.push(json!({"role": "user", "content": t}));
+                        }
                     }
-                }
-                StringOrBlocks::Blocks(b) => {
-                    let blocks: Vec<Value> = b
+                    StringOrBlocks::Blocks(b) => {
+                        let blocks: Vec<Value> = b
                         .iter()
-                        .filter(|x| !matches!(x, UserBlock::Text(t) if t.text.trim().is_empty()))
+                        .filter(|x| !matches!(x, UserBlock::Text(t) if pi_js::trim(&t.text).is_empty()))
                         .map(|x| match x {
                             UserBlock::Text(t) => json!({"type": "text", "text": t.text}),
                             UserBlock::Image(img) => image(&img.mime_type, &img.data),
                         })
                         .collect();
-                    if !blocks.is_empty() {
-                        out.push(json!({"role": "user", "content": blocks}));
+                        if !blocks.is_empty() {
+                            out.push(json!({"role": "user", "content": blocks}));
+                        }
                     }
                 }
-            },
+            }
             AgentMessage::Assistant(a) => {
                 let blocks = assistant_blocks(a, p);
                 if !blocks.is_empty() {

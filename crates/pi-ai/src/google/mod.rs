@@ -13,9 +13,9 @@ use crate::request::{Headers, base_headers, base_max_tokens, start_stream};
 use crate::stream::{LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::parse_json_with_repair;
 use crate::transcript::collapse_system_messages;
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::{StopReason, Usage};
@@ -91,7 +91,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => buf.extend_from_slice(&bytes),
             Ok(None) => {
-                if !String::from_utf8_lossy(&buf).trim().is_empty() {
+                if !pi_js::trim(&String::from_utf8_lossy(&buf)).is_empty() {
                     return out
                         .fail(
                             cancel.is_cancelled(),
@@ -106,12 +106,12 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         }
         while let Some((at, len)) = next_delimiter(&buf) {
-            let event = String::from_utf8_lossy(&buf[..at]).trim().to_string();
+            let event = pi_js::trim(&String::from_utf8_lossy(&buf[..at])).to_string();
             buf.drain(..at + len);
             let Some(data) = event.strip_prefix("data:") else {
                 continue;
             };
-            let data = data.trim();
+            let data = pi_js::trim(data);
             if let Some(err) = stream_error(data) {
                 return out.fail(cancel.is_cancelled(), err).await;
             }
@@ -314,7 +314,7 @@ impl State {
                     Some(p) if !duplicate => p.to_string(),
                     _ => format!(
                         "{name}_{}_{}",
-                        crate::output::now_ms(),
+                        pi_js::now_ms(),
                         TOOL_CALL_COUNTER.fetch_add(1, Ordering::Relaxed) + 1
                     ),
                 };

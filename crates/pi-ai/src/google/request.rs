@@ -283,7 +283,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> 
                     match b {
                         AssistantBlock::Text(t) => {
                             let sig = valid_signature(t.text_signature.as_deref().filter(|_| same));
-                            if t.text.trim().is_empty() && sig.is_none() {
+                            if pi_js::trim(&t.text).is_empty() && sig.is_none() {
                                 continue;
                             }
                             parts.push(text_part(&t.text, false, sig));
@@ -291,11 +291,11 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> 
                         AssistantBlock::Thinking(t) => {
                             if same {
                                 let sig = valid_signature(t.thinking_signature.as_deref());
-                                if t.thinking.trim().is_empty() && sig.is_none() {
+                                if pi_js::trim(&t.thinking).is_empty() && sig.is_none() {
                                     continue;
                                 }
                                 parts.push(text_part(&t.thinking, true, sig));
-                            } else if !t.thinking.trim().is_empty() {
+                            } else if !pi_js::trim(&t.thinking).is_empty() {
                                 parts.push(text_part(&t.thinking, false, None));
                             }
                         }
@@ -339,7 +339,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> 
                         _ => None,
                     })
                     .collect();
-                let value = if !text.trim().is_empty() {
+                let value = if !pi_js::trim(&text).is_empty() {
                     text
                 } else if !images.is_empty() {
                     "(see attached image)".into()

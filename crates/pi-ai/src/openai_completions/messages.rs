@@ -3,8 +3,8 @@
 use super::compat::Compat;
 use crate::transcript::{ToolSupport, render_system_update, resolve_transcript_tools, system_text};
 use crate::transform::transform_messages;
+use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::{InputModality, Model};
 use serde_json::{Map, Value, json};
@@ -190,7 +190,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage], compat: &Compa
                         .collect();
                     let text = text.join("\n");
                     let has_images = t.content.iter().any(|b| matches!(b, UserBlock::Image(_)));
-                    let content = if !text.trim().is_empty() {
+                    let content = if !pi_js::trim(&text).is_empty() {
                         text
                     } else if has_images {
                         "(see attached image)".into()
@@ -254,7 +254,7 @@ fn assistant_message(model: &Model, a: &AssistantMessage, compat: &Compat) -> Op
         .content
         .iter()
         .filter_map(|b| match b {
-            AssistantBlock::Text(t) if !t.text.trim().is_empty() => Some(t.text.as_str()),
+            AssistantBlock::Text(t) if !pi_js::trim(&t.text).is_empty() => Some(t.text.as_str()),
             _ => None,
         })
         .collect();
@@ -263,7 +263,7 @@ fn assistant_message(model: &Model, a: &AssistantMessage, compat: &Compat) -> Op
         .content
         .iter()
         .filter_map(|b| match b {
-            AssistantBlock::Thinking(t) if !t.thinking.trim().is_empty() => Some(t),
+            AssistantBlock::Thinking(t) if !pi_js::trim(&t.thinking).is_empty() => Some(t),
             _ => None,
         })
         .collect();

@@ -15,7 +15,7 @@ pub use messages::short_hash;
 use crate::cost::calculate_cost;
 use crate::http::{self, ReadError};
 use crate::output::Output;
-use crate::provider_error::{self, Sdk, read_error_text, send_error_text};
+use crate::provider_error::{Sdk, read_error_text, send_error_text};
 use crate::request::{
     base_headers, base_max_tokens, effective_reasoning, set_unless_requested, start_stream,
 };
@@ -23,10 +23,10 @@ use crate::sse::SseDecoder;
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
 use crate::transcript::{declared_tools, resolve_transcript};
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use pi_protocol::compat::SessionAffinityFormat;
 use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
 use pi_protocol::model::Model;
 use pi_protocol::usage::{StopReason, Usage};
 use serde_json::Value;
@@ -165,7 +165,7 @@ pub(crate) fn openai_sse_data(ev: &crate::sse::SseEvent) -> SseData {
         let err = data.get("error").filter(|e| !e.is_null()).unwrap_or(&data);
         return SseData::Fail(in_stream_error(err));
     }
-    if let Some(err) = data.get("error").filter(|e| provider_error::is_truthy(e)) {
+    if let Some(err) = data.get("error").filter(|e| pi_js::truthy(e)) {
         return SseData::Fail(in_stream_error(err));
     }
     SseData::Event(data)
@@ -267,7 +267,7 @@ impl State {
         {
             out.set_response_model(m.to_string());
         }
-        let usage = chunk.get("usage").filter(|u| is_truthy_obj(u));
+        let usage = chunk.get("usage").filter(|u| pi_js::truthy(u));
         if let Some(u) = usage {
             *out.msg.usage = parse_usage(u, model);
         }
@@ -279,7 +279,7 @@ impl State {
             return;
         };
         if usage.is_none()
-            && let Some(u) = choice.get("usage").filter(|u| is_truthy_obj(u))
+            && let Some(u) = choice.get("usage").filter(|u| pi_js::truthy(u))
         {
             *out.msg.usage = parse_usage(u, model);
         }
@@ -490,10 +490,6 @@ impl State {
             }
         }
     }
-}
-
-fn is_truthy_obj(v: &Value) -> bool {
-    !matches!(v, Value::Null | Value::Bool(false))
 }
 
 fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {

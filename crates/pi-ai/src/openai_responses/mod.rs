@@ -17,8 +17,8 @@ use crate::sse::SseDecoder;
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
 use crate::transcript::resolve_transcript;
+use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
-use pi_protocol::json::to_js_string;
 use pi_protocol::model::Model;
 use pi_protocol::usage::{StopReason, Usage};
 use serde_json::{Value, json};
@@ -522,10 +522,10 @@ impl State {
                 .get(id)
                 .and_then(|i| out.msg.content.get_mut(*i))
                 && let Some(sig) = &t.thinking_signature
-                && let Ok(mut stored) = pi_protocol::js_parse::parse_js_json(sig)
+                && let Ok(mut stored) = pi_js::parse::parse_js_json(sig)
                 && stored
                     .get("encrypted_content")
-                    .is_none_or(|e| !crate::provider_error::is_truthy(e))
+                    .is_none_or(|e| !pi_js::truthy(e))
             {
                 stored["encrypted_content"] = enc.into();
                 t.thinking_signature = to_js_string(&stored).ok();

@@ -8,9 +8,9 @@ use crate::stream::{CacheRetention, StreamOptions};
 use crate::strict_schema::{resolve_strict, tool_parameters};
 use crate::transcript::{render_system_update, system_text, transcript_tools};
 use crate::transform::transform_messages;
+use pi_js::json::to_js_string;
+use pi_js::parse::parse_js_json;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::{InputModality, Model};
 use pi_protocol::thinking::ThinkingLevel;
@@ -128,7 +128,7 @@ fn tool_output(model: &Model, content: &[UserBlock]) -> Value {
             _ => None,
         })
         .collect();
-    let has_text = !text.trim().is_empty();
+    let has_text = !pi_js::trim(&text).is_empty();
     if images.is_empty() || !model.input.contains(&InputModality::Image) {
         return if has_text {
             text.into()

@@ -247,7 +247,7 @@ struct Parser {
 fn split_list(value: &str) -> Vec<String> {
     value
         .split(',')
-        .map(super::env::js_trim)
+        .map(pi_js::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()

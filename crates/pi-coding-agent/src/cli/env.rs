@@ -32,28 +32,6 @@ pub fn is_truthy_env_flag(value: Option<&str>) -> bool {
     }
 }
 
-/// Whether `c` is whitespace for JavaScript's `String.prototype.trim` (WhiteSpace and
-/// LineTerminator: Unicode `Zs`, tab, VT, FF, BOM, LF, CR, U+2028, U+2029). Unlike Rust's
-/// `char::is_whitespace` it includes U+FEFF and excludes U+0085.
-pub fn is_js_whitespace(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200A}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202F}'
-                | '\u{205F}'
-                | '\u{3000}'
-                | '\u{FEFF}'
-    )
-}
-
-/// JavaScript's `trim()`.
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(is_js_whitespace)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,14 +45,5 @@ mod tests {
             assert!(!is_truthy_env_flag(Some(v)), "{v}");
         }
         assert!(!is_truthy_env_flag(None));
-    }
-
-    #[test]
-    fn trim_like_js() {
-        assert_eq!(js_trim(" \t\n a b \r\u{FEFF}\u{2028}"), "a b");
-        assert_eq!(js_trim("\u{85}x\u{85}"), "\u{85}x\u{85}");
-        assert_eq!(js_trim("\u{3000}\u{A0}x\u{200A}"), "x");
-        assert_eq!(js_trim("\u{200B}x"), "\u{200B}x");
-        assert_eq!(js_trim(""), "");
     }
 }

@@ -17,8 +17,8 @@
 //! 9. `--help`, then `--list-models`, else run.
 
 use super::args::Args;
-use super::env::js_trim;
 use super::{Action, Diagnostic, Mode};
+use pi_js::trim as js_trim;
 
 /// Error message of `@file` arguments with `--mode rpc`.
 pub const RPC_FILE_ARGS: &str = "@file arguments are not supported in RPC mode";

@@ -57,7 +57,7 @@ pub fn timestamp_ms(e: &SessionEntry) -> Option<i64> {
         SessionEntry::Compaction(c) => c.timestamp.as_str(),
         _ => raw(e, "timestamp")?.as_str()?,
     };
-    pi_session::time::parse_iso_ms(iso)
+    pi_js::time::parse_iso_ms(iso)
 }
 
 /// The newest compaction of a branch (root first).

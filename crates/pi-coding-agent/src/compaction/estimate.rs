@@ -3,8 +3,8 @@
 //! context costs the last trustworthy provider usage plus the estimates of what came after it.
 
 use super::entries::{is_compaction, is_context_edit};
+use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::SessionEntry;
 use pi_protocol::usage::{StopReason, Usage};

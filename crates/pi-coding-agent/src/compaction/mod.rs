@@ -23,13 +23,6 @@ use entries::{is_compaction, latest_compaction};
 use pi_protocol::model::Model;
 use pi_session::{ContextUsage, SessionStore};
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Why a manual compaction has nothing to do, in Pi's words.
 pub fn nothing_to_compact_reason(store: &SessionStore) -> &'static str {
     match store.leaf_entry() {

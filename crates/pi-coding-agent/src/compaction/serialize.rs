@@ -4,8 +4,8 @@
 
 use super::estimate::js_len;
 use crate::runtime::llm_context::converted;
+use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
-use pi_protocol::json::to_js_string;
 use pi_protocol::message::AgentMessage;
 
 /// Longest tool result kept, in UTF-16 units.

@@ -250,7 +250,7 @@ impl Summarizer<'_> {
         };
         let user = UserMessage::new(
             StringOrBlocks::Blocks(vec![UserBlock::Text(TextContent::new(prompt))]),
-            super::now_ms(),
+            pi_js::now_ms(),
         );
         let reasoning = (self.model.reasoning && self.thinking_level != ThinkingLevel::Off)
             .then_some(self.thinking_level);
@@ -277,7 +277,7 @@ impl Summarizer<'_> {
                         &self.model.provider,
                         &self.model.id,
                         StopReason::Error,
-                        super::now_ms(),
+                        pi_js::now_ms(),
                     );
                     m.error_message = Some("The response stream ended unexpectedly".into());
                     return m;

@@ -395,7 +395,7 @@ fn combined_usage_puts_optional_splits_before_the_total() {
         ..Usage::zero()
     };
     assert_eq!(
-        pi_protocol::json::to_js_string(&summarize::combine_usage(&a, &b)).unwrap(),
+        pi_js::json::to_js_string(&summarize::combine_usage(&a, &b)).unwrap(),
         r#"{"input":11,"output":2,"cacheRead":0,"cacheWrite":0,"cacheWrite1h":0,"totalTokens":13,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}}"#
     );
 }

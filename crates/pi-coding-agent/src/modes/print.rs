@@ -5,8 +5,8 @@
 use super::rpc::output::Output;
 use crate::cli::Args;
 use crate::runtime::{Preflight, PromptRequest, Runtime};
+use pi_js::json::to_js_line;
 use pi_protocol::content::{AssistantBlock, ImageContent};
-use pi_protocol::json::to_js_line;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::usage::StopReason;
 use std::io::{IsTerminal, Read};

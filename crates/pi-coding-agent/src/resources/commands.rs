@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn builtin_commands_as_pi_reports_them() {
-        let json = pi_protocol::json::to_js_string(&builtin_commands(&[
+        let json = pi_js::json::to_js_string(&builtin_commands(&[
             "builtin:llama.cpp".into(),
             "builtin:codemode".into(),
             "builtin:mcp".into(),

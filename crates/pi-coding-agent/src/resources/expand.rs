@@ -34,7 +34,7 @@ pub fn expand_skill_command(text: &str, skills: &[Skill]) -> Expansion {
     };
     // Pi splits at the first space only (not at other whitespace).
     let (name, args) = match rest.find(' ') {
-        Some(i) => (&rest[..i], crate::cli::env::js_trim(&rest[i + 1..])),
+        Some(i) => (&rest[..i], pi_js::trim(&rest[i + 1..])),
         None => (rest, ""),
     };
     let Some(skill) = skills.iter().find(|s| s.name == name) else {
@@ -52,7 +52,7 @@ pub fn expand_skill_command(text: &str, skills: &[Skill]) -> Expansion {
                 skill.name,
                 skill.file_path.display(),
                 skill.base_dir.display(),
-                crate::cli::env::js_trim(&body)
+                pi_js::trim(&body)
             );
             Expansion {
                 text: if args.is_empty() {

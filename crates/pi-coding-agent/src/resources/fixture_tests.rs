@@ -147,7 +147,7 @@ fn replay(
     let commands = session.commands(Vec::new());
     check(
         "get_commands",
-        norm(&pi_protocol::json::to_js_string(&commands).unwrap()),
+        norm(&pi_js::json::to_js_string(&commands).unwrap()),
         serde_json::to_string(&expected["commands"]).unwrap(),
     );
 

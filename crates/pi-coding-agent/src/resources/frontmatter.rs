@@ -62,7 +62,7 @@ fn split(content: &str) -> (Option<String>, String) {
     } else {
         String::new()
     };
-    let body = crate::cli::env::js_trim(&normalized[end + 4..]).to_string();
+    let body = pi_js::trim(&normalized[end + 4..]).to_string();
     (Some(yaml_text), body)
 }
 

@@ -83,7 +83,7 @@ pub struct Resources {
 
 /// Pi's `isLocalPath`: not a package source or URL.
 fn is_local_path(p: &str) -> bool {
-    let t = crate::cli::env::js_trim(p);
+    let t = pi_js::trim(p);
     ![
         "npm:", "git:", "github:", "http:", "https:", "ssh:", "builtin:",
     ]

@@ -10,8 +10,8 @@
 use super::frontmatter;
 use super::skills::{entry_kind, sorted_entries};
 use super::source::{Diagnostic, Metadata};
-use crate::cli::env::is_js_whitespace;
 use crate::settings::paths::{CONFIG_DIR_NAME, resolve_path_trimmed};
+use pi_js::is_whitespace as is_js_whitespace;
 use pi_protocol::results::{SourceInfo, SourceScope};
 use std::path::{Path, PathBuf};
 
@@ -101,7 +101,7 @@ fn load_file(
         None => parsed
             .body
             .split('\n')
-            .find(|l| !crate::cli::env::js_trim(l).is_empty())
+            .find(|l| !pi_js::trim(l).is_empty())
             .map(|first| {
                 let (head, cut) = js_prefix(first, 60);
                 if cut {

@@ -233,7 +233,7 @@ fn load_file(path: &Path, origin: SkillOrigin, diagnostics: &mut Vec<Diagnostic>
     let description = parsed.string("description").map(str::to_string);
     let has_description = description
         .as_deref()
-        .is_some_and(|d| !crate::cli::env::js_trim(d).is_empty());
+        .is_some_and(|d| !pi_js::trim(d).is_empty());
     if !declared && !has_description {
         return None;
     }

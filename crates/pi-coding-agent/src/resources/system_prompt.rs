@@ -180,7 +180,7 @@ fn tools_section(input: &PromptInputs<'_>, declared: &[&String]) -> String {
 fn rules_section(input: &PromptInputs<'_>, declared: &[&String]) -> String {
     let mut rules: Vec<String> = Vec::new();
     let mut add = |rule: &str| {
-        let r = crate::cli::env::js_trim(rule);
+        let r = pi_js::trim(rule);
         if !r.is_empty() && !rules.iter().any(|x| x == r) {
             rules.push(r.to_string());
         }
@@ -445,7 +445,7 @@ mod tests {
         b.insert("plan".into(), "x".into());
         let patch = diff_sections(&a, &b).unwrap();
         assert_eq!(
-            pi_protocol::json::to_js_string(&patch).unwrap(),
+            pi_js::json::to_js_string(&patch).unwrap(),
             r#"{"cwd":"c2","plan":"x","skills":null}"#
         );
         assert_eq!(diff_sections(&b, &b), None);
@@ -453,7 +453,7 @@ mod tests {
         let second = system_message(patch, 6);
         assert_eq!(replay_sections([&first, &second]), b_with_order(&b));
         assert_eq!(
-            pi_protocol::json::to_js_string(&first).unwrap(),
+            pi_js::json::to_js_string(&first).unwrap(),
             r#"{"role":"system","content":"","sections":{"preamble":"p","skills":"s","cwd":"c"},"timestamp":5}"#
         );
     }

@@ -13,7 +13,7 @@ use crate::cli::Diagnostic;
 use crate::settings::DefaultProjectTrust;
 use crate::settings::lock::FileLock;
 use crate::settings::paths::{CONFIG_DIR_NAME, canonicalize_or_self, lexical_normalize};
-use pi_protocol::js_parse::parse_js_json;
+use pi_js::parse::parse_js_json;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -96,7 +96,7 @@ impl TrustStore {
         let mut entries: Vec<(String, Value)> = data.into_iter().collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let sorted: Map<String, Value> = entries.into_iter().collect();
-        let text = pi_protocol::json::to_js_string_pretty(&sorted).map_err(|e| e.to_string())?;
+        let text = pi_js::json::to_js_string_pretty(&sorted).map_err(|e| e.to_string())?;
         std::fs::write(&self.path, format!("{text}\n")).map_err(|e| e.to_string())
     }
 

@@ -59,7 +59,7 @@ impl Runtime {
                 .full_output_path
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned()),
-            timestamp: super::prompt::now_ms(),
+            timestamp: pi_js::now_ms(),
             exclude_from_context: exclude_from_context.then_some(true),
             rest: Default::default(),
         };

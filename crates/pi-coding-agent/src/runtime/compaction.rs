@@ -193,7 +193,7 @@ impl Core {
             .request_auth(model)
             .map_err(|e| e.to_string())?;
         if auth.api_key.is_none() && auth.headers.is_none() {
-            return Err(pi_ai::registry::no_api_key_found(
+            return Err(pi_registry::no_api_key_found(
                 &model.provider,
                 &self.env.docs_dir,
             ));
@@ -452,7 +452,7 @@ impl Runtime {
         let core = &self.core;
         let model = self.agent.with_state(|s| s.model.clone());
         if model == Model::placeholder() {
-            return Err(SummarizeError::Failed(pi_ai::registry::no_model_selected(
+            return Err(SummarizeError::Failed(pi_registry::no_model_selected(
                 &core.env.docs_dir,
             )));
         }

@@ -2,8 +2,8 @@
 
 use super::Core;
 use pi_agent::AgentEvent;
+use pi_js::json::{to_js_line, to_js_string};
 use pi_protocol::event::SessionEvent;
-use pi_protocol::json::{to_js_line, to_js_string};
 use pi_protocol::usage::Usage;
 use serde::Serialize;
 use serde_json::value::RawValue;

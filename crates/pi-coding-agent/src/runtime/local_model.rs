@@ -1,6 +1,6 @@
 //! The in-process `local` provider (`pi-local`, feature `local-model`).
 
-use pi_ai::registry::LocalProvider;
+use pi_registry::LocalProvider;
 
 /// Routes `llama-cpp` models to the local engine and returns the provider's registry entry;
 /// `None` in a build without the feature (the registry then matches Pi's exactly).

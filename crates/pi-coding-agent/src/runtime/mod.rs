@@ -23,8 +23,8 @@ use crate::modes::rpc::output::Output;
 use crate::resources::session::SessionResources;
 use crate::settings::model::Settings;
 use pi_agent::Agent;
-use pi_ai::registry::{ModelRegistry, ScopedModel};
 use pi_protocol::message::{AssistantMessage, BashExecutionMessage};
+use pi_registry::{ModelRegistry, ScopedModel};
 use pi_session::SessionStore;
 use pi_tools::SessionHandle;
 use std::path::PathBuf;
@@ -85,7 +85,7 @@ pub(crate) struct Core {
     pub res: Mutex<SessionResources>,
     pub scoped_models: Vec<ScopedModel>,
     /// The CLI's model request, re-run against each new session (Pi rebuilds its runtime).
-    pub startup_request: pi_ai::registry::StartupRequest,
+    pub startup_request: pi_registry::StartupRequest,
     pub tool_session: SessionHandle,
     pub run: Mutex<RunState>,
     /// True while a session-level run is active (`isStreaming`).

@@ -1,11 +1,11 @@
 //! Model and thinking-level commands (Pi's `setModel`, `cycleModel`, `setThinkingLevel`, ...).
 
 use super::{Runtime, lock};
-use pi_ai::registry::{clamp_thinking, next_thinking_level, supported_thinking_levels};
 use pi_protocol::QueueMode;
 use pi_protocol::event::SessionEvent;
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
+use pi_registry::{clamp_thinking, next_thinking_level, supported_thinking_levels};
 use std::sync::Arc;
 
 /// The result of `cycle_model`.
@@ -36,7 +36,7 @@ impl Runtime {
     pub async fn set_model(&self, provider: &str, model_id: &str) -> Result<Model, String> {
         let found = lock(&self.core.registry).find_available(provider, model_id);
         let Some(model) = found else {
-            return Err(pi_ai::registry::model_not_found(provider, model_id));
+            return Err(pi_registry::model_not_found(provider, model_id));
         };
         let level = self.level_for_switch(&model, None);
         self.apply_model(&model);

@@ -33,17 +33,13 @@ pub enum Preflight {
     Started(Vec<AgentMessage>),
 }
 
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 fn user_message(text: String, images: Vec<ImageContent>) -> AgentMessage {
     let mut blocks = vec![UserBlock::Text(TextContent::new(text))];
     blocks.extend(images.into_iter().map(UserBlock::Image));
-    AgentMessage::User(UserMessage::new(StringOrBlocks::Blocks(blocks), now_ms()))
+    AgentMessage::User(UserMessage::new(
+        StringOrBlocks::Blocks(blocks),
+        pi_js::now_ms(),
+    ))
 }
 
 impl Runtime {
@@ -292,7 +288,7 @@ impl Core {
             return Ok(());
         }
         if registry.is_using_oauth(&model.provider) {
-            return Err(pi_ai::registry::oauth_failed(&model.provider));
+            return Err(pi_registry::oauth_failed(&model.provider));
         }
         Err(registry.no_api_key_message(&model.provider))
     }
@@ -321,6 +317,7 @@ impl Core {
                 return None;
             }
         };
-        diff_sections(&transcript_sections, &sections).map(|patch| system_message(patch, now_ms()))
+        diff_sections(&transcript_sections, &sections)
+            .map(|patch| system_message(patch, pi_js::now_ms()))
     }
 }

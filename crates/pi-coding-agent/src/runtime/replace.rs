@@ -6,8 +6,8 @@
 
 use super::startup::record_initial_selection;
 use super::{Runtime, lock};
-use pi_ai::registry::SessionModelState;
 use pi_protocol::session_entry::SessionEntry;
+use pi_registry::SessionModelState;
 use pi_session::{ForkPosition, NewSession, SessionStore};
 use std::path::Path;
 

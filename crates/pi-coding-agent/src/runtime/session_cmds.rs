@@ -7,7 +7,7 @@ use pi_protocol::message::AgentMessage;
 impl Runtime {
     /// `set_session_name`: trimmed, newlines become spaces; empty is an error.
     pub async fn set_session_name(&self, name: &str) -> Result<(), String> {
-        let name = name.trim();
+        let name = pi_js::trim(name);
         if name.is_empty() {
             return Err("Session name cannot be empty".into());
         }

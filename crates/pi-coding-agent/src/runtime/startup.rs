@@ -8,10 +8,10 @@ use crate::resources::session::{Locations, SessionResources};
 use crate::settings::manager::{SettingsManager, session_dir};
 use crate::settings::paths::{agent_dir, home_dir};
 use pi_agent::{Agent, AgentConfig, AgentState, ExecutionMode};
-use pi_ai::registry::{
+use pi_protocol::message::AgentMessage;
+use pi_registry::{
     Env, LoadOptions, ModelRegistry, ModelSettings, SessionModelState, StartupRequest,
 };
-use pi_protocol::message::AgentMessage;
 use pi_session::{NewSession, SessionScope, SessionStore};
 use pi_tools::{SessionHandle, SessionInfo, ToolsConfig};
 use std::path::{Path, PathBuf};
@@ -148,7 +148,7 @@ fn finish_session(args: &Args, session: &mut SessionStore, cwd: &Path) -> Result
         )));
     }
     if let Some(name) = &args.name {
-        let name = crate::cli::env::js_trim(name);
+        let name = pi_js::trim(name);
         if name.is_empty() {
             return Err(StartupError("--name requires a non-empty value".into()));
         }
@@ -163,7 +163,7 @@ fn finish_session(args: &Args, session: &mut SessionStore, cwd: &Path) -> Result
 /// older session without a thinking entry gets one (Pi's `createAgentSession`).
 pub(super) fn record_initial_selection(
     session: &mut SessionStore,
-    selection: &pi_ai::registry::StartupSelection,
+    selection: &pi_registry::StartupSelection,
     has_thinking_entry: bool,
 ) {
     let existing = !session.build_context().messages.is_empty();
@@ -195,7 +195,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         &home,
         &cwd,
     );
-    if let Err(e) = pi_ai::registry::ensure_agent_files(&agent_dir) {
+    if let Err(e) = pi_registry::ensure_agent_files(&agent_dir) {
         eprintln!("Warning: could not prepare {}: {e}", agent_dir.display());
     }
     // Pi reads `sessionDir` and `defaultProjectTrust` from settings loaded as if trusted.
@@ -290,7 +290,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     let mut fatal = false;
     for d in &selection.diagnostics {
         let kind = match d.kind {
-            pi_ai::registry::DiagnosticKind::Error => {
+            pi_registry::DiagnosticKind::Error => {
                 fatal = true;
                 DiagnosticKind::Error
             }
@@ -381,7 +381,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
 
 /// `pi --list-models [search]`: the available models as Pi's table (stdout) and any models.json
 /// problems (stderr).
-pub fn list_models(search: Option<&str>) -> pi_ai::registry::ListModelsOutput {
+pub fn list_models(search: Option<&str>) -> pi_registry::ListModelsOutput {
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = home_dir();
     let agent_dir = agent_dir(

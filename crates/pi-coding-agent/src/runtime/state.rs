@@ -54,10 +54,10 @@ impl Runtime {
                         _ => None,
                     })
                     .collect();
-                if a.stop_reason != StopReason::Stop && text.trim().is_empty() {
+                if a.stop_reason != StopReason::Stop && pi_js::trim(&text).is_empty() {
                     continue;
                 }
-                let trimmed = text.trim();
+                let trimmed = pi_js::trim(&text);
                 return (!trimmed.is_empty()).then(|| trimmed.to_string());
             }
             None

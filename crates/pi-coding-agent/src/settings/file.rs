@@ -12,8 +12,8 @@
 
 use super::lock::FileLock;
 use super::merge::migrate;
-use pi_protocol::js_parse::parse_js_json;
-use pi_protocol::json::to_js_string_pretty;
+use pi_js::json::to_js_string_pretty;
+use pi_js::parse::parse_js_json;
 use serde_json::{Map, Value};
 use std::io;
 use std::path::Path;
@@ -138,7 +138,7 @@ pub fn js_string(value: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Number(n) => {
             let mut s = String::new();
-            pi_protocol::json::push_js_number(&mut s, n.as_f64().unwrap_or(0.0));
+            pi_js::json::push_js_number(&mut s, n.as_f64().unwrap_or(0.0));
             s
         }
         Value::String(s) => s.clone(),

@@ -275,7 +275,7 @@ fn thinking_level(v: &Value) -> Option<ThinkingLevel> {
 fn parse_timeout(v: &Value) -> Option<u64> {
     match v {
         Value::String(s) => {
-            let t = crate::cli::env::js_trim(s);
+            let t = pi_js::trim(s);
             if t.eq_ignore_ascii_case("disabled") {
                 Some(0)
             } else if t.is_empty() {
@@ -357,8 +357,7 @@ impl Settings {
             cache_warming: CacheWarming::parse(global.get("cacheWarming")),
             steering_mode: queue_mode(m.get("steeringMode")),
             follow_up_mode: queue_mode(m.get("followUpMode")),
-            external_editor: string(m, &["externalEditor"])
-                .filter(|s| !crate::cli::env::js_trim(s).is_empty()),
+            external_editor: string(m, &["externalEditor"]).filter(|s| !pi_js::trim(s).is_empty()),
             double_escape_action: DoubleEscapeAction::parse(m.get("doubleEscapeAction")),
             tree_filter_mode: TreeFilterMode::parse(m.get("treeFilterMode")),
             default_project_trust: DefaultProjectTrust::parse(global.get("defaultProjectTrust")),

@@ -76,7 +76,7 @@ pub fn resolve_path(input: &str, base: &Path, home: &Path) -> PathBuf {
 
 /// Like [`resolve_path`] with Pi's `trim: true` option (settings and CLI resource entries).
 pub fn resolve_path_trimmed(input: &str, base: &Path, home: &Path) -> PathBuf {
-    resolve_path(crate::cli::env::js_trim(input), base, home)
+    resolve_path(pi_js::trim(input), base, home)
 }
 
 /// Node's `path.resolve` on an already joined path: `.` dropped, `..` pops a component (never

@@ -4,7 +4,7 @@
 //! result is spliced back into the original so its line endings survive. Offsets are byte
 //! offsets (Pi counts UTF-16 units; the texts produced are the same).
 
-use crate::js::js_trim_end;
+use pi_js::trim_end as js_trim_end;
 use unicode_normalization::UnicodeNormalization;
 
 /// One edit as the model sent it.
@@ -124,7 +124,7 @@ fn count_occurrences(content: &str, old_text: &str) -> usize {
     let fuzzy_old = normalize_for_fuzzy_match(old_text);
     if fuzzy_old.is_empty() {
         // `"abc".split("")` has one piece per UTF-16 unit.
-        return crate::js::utf16_len(&fuzzy_content).saturating_sub(1);
+        return pi_js::utf16_len(&fuzzy_content).saturating_sub(1);
     }
     fuzzy_content.matches(&fuzzy_old).count()
 }

@@ -2,8 +2,8 @@
 //! 50 KB head truncation can show are kept, the rest are only counted, so memory does not grow
 //! with the file (a 1 GB line is measured, never stored whole).
 
-use crate::js::Utf8Decoder;
 use crate::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, Truncation, truncate_head};
+use pi_js::text_decoder::Utf8Decoder;
 use std::io::{self, Read};
 use tokio_util::sync::CancellationToken;
 

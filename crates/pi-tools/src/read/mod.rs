@@ -6,7 +6,6 @@ pub mod lines;
 use crate::config::ToolsConfig;
 use crate::fs_error;
 use crate::image::{Processed, SNIFF_BYTES, detect_mime, process_image};
-use crate::js::js_number;
 use crate::paths::resolve_read_path;
 use crate::tool_util::{aborted, declaration, num_arg, prop, str_arg, text_block};
 use crate::truncate::{
@@ -14,6 +13,7 @@ use crate::truncate::{
 };
 use lines::{Selection, select_lines};
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
+use pi_js::number_to_string as js_number;
 use pi_protocol::content::{ImageContent, UserBlock};
 use pi_protocol::tool::{AgentToolResult, Tool};
 use serde_json::{Map, Value, json};

@@ -2,9 +2,9 @@
 //! keeps a rolling decoded tail for display snapshots, counts lines and bytes, and moves the raw
 //! output to a temp file once it outgrows the display limits.
 
-use crate::js::{Utf8Decoder, decode_utf8};
 use crate::output_file::create_output_file;
 use crate::truncate::{Limits, TruncatedBy, Truncation, truncate_tail};
+use pi_js::text_decoder::{Utf8Decoder, decode_utf8};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;

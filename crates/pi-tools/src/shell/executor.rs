@@ -5,9 +5,10 @@
 use super::env::{resolve_shell, shell_env};
 use super::process::{ShellCommand, ShellEvent, ShellOutcome, ShellProcess};
 use super::sanitize::{sanitize_chunk, split_incomplete_ansi_suffix};
-use crate::js::{Utf8Decoder, utf16_len};
 use crate::output_file::create_output_file;
 use crate::truncate::{DEFAULT_MAX_BYTES, Limits, truncate_tail};
+use pi_js::text_decoder::Utf8Decoder;
+use pi_js::utf16_len;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::fs::File;

@@ -4,7 +4,7 @@
 
 use super::output::Output;
 use crate::runtime::Runtime;
-use pi_protocol::json::{to_js_line, write_js};
+use pi_js::json::{to_js_line, write_js};
 use pi_protocol::response::data_prefix;
 use pi_protocol::{Outcome, RpcResponse};
 use serde_json::Value;

@@ -59,7 +59,7 @@ impl Yaml {
         match self {
             Yaml::Null => Value::Null,
             Yaml::Bool(b) => Value::Bool(*b),
-            Yaml::Number(n) => pi_protocol::json::js_number_value(*n),
+            Yaml::Number(n) => pi_js::json::js_number_value(*n),
             Yaml::String(s) => Value::String(s.clone()),
             Yaml::Seq(items) => Value::Array(items.iter().map(Yaml::to_json).collect()),
             Yaml::Map(entries) => Value::Object(

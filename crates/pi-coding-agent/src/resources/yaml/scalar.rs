@@ -10,7 +10,7 @@ pub(super) fn scalar_key(text: &str) -> String {
         Yaml::Bool(b) => b.to_string(),
         Yaml::Number(n) => {
             let mut s = String::new();
-            pi_protocol::json::push_js_number(&mut s, n);
+            pi_js::json::push_js_number(&mut s, n);
             s
         }
         _ => text.to_string(),

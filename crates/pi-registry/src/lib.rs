@@ -1,0 +1,66 @@
+//! The model registry: Pi 1.6.0's built-in catalog, `models.json`, `auth.json` and environment
+//! credentials, merged and resolved the way Pi's `ModelRuntime` does it, plus model selection
+//! (`--model`, `--models`, settings defaults), thinking levels, cost and `--list-models`.
+//!
+//! ```no_run
+//! use pi_registry::{Env, LoadOptions, ModelRegistry};
+//! let (registry, problems) = ModelRegistry::load(LoadOptions {
+//!     agent_dir: "/home/me/.pi/agent".into(),
+//!     env: Env::from_process(),
+//!     docs_dir: "/opt/pi/docs".into(),
+//!     local: None,
+//! });
+//! for m in registry.available_models() {
+//!     println!("{}/{}", m.provider, m.id);
+//! }
+//! ```
+//!
+//! Not implemented: OAuth logins and token refresh (stored OAuth entries only make a provider
+//! count as configured; requests with them fail with [`AuthError::OAuthUnsupported`]), online
+//! catalog refresh, extension-registered providers and virtual models.
+
+mod auth;
+mod auth_json;
+mod builtin_auth;
+mod catalog;
+mod compose;
+mod config_value;
+mod cost;
+mod env;
+mod glob;
+mod headers;
+mod jsonc;
+mod list;
+mod local;
+mod messages;
+mod model_registry;
+mod models_json;
+mod reference;
+mod request_auth;
+mod schema;
+mod scope;
+mod selection;
+mod store;
+mod thinking;
+
+pub use auth_json::ensure_agent_files;
+
+pub use cost::calculate_cost;
+pub use env::Env;
+pub use headers::HeaderList;
+pub use list::ListModelsOutput;
+pub use local::LocalProvider;
+pub use messages::{
+    login_help, model_not_found, no_api_key_found, no_model_selected, no_models_available,
+    oauth_failed,
+};
+pub use model_registry::{LoadError, LoadOptions, ModelRegistry};
+pub use request_auth::{AuthError, RequestAuth};
+pub use scope::{CliModel, Diagnostic, DiagnosticKind, ScopedModel, resolve_scope};
+pub use selection::{
+    DEFAULT_THINKING_LEVEL, ModelSettings, SessionModelState, StartupRequest, StartupSelection,
+    thinking_for_model_switch,
+};
+pub use thinking::{
+    clamp_thinking, clamp_thinking_str, next_thinking_level, supported_thinking_levels,
+};
