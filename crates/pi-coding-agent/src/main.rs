@@ -1,17 +1,10 @@
 //! `pi`: the coding agent binary.
 
-mod cli;
-mod compaction;
 mod modes;
-mod resources;
-mod runtime;
-mod settings;
 
-use cli::{Action, AppMode, DiagnosticKind, render_diagnostics};
+use pi_coding_agent::cli::{self, Action, AppMode, DiagnosticKind, render_diagnostics};
+use pi_coding_agent::{PI_VERSION, runtime};
 use std::io::IsTerminal;
-
-/// The Pi release whose CLI and protocol this binary reproduces.
-const PI_VERSION: &str = "1.6.0";
 
 fn main() {
     mark_agent_environment();

@@ -6,3 +6,6 @@ pub mod conformance;
 pub mod mock;
 pub mod sse;
 pub mod summarization;
+pub mod temp_dir;
+
+pub use temp_dir::TempDir;

@@ -2,29 +2,20 @@
 //!
 //! * [`parse_cli`] is the full interface: it returns the [`Action`], the parsed [`Args`] and the
 //!   diagnostics to print, or a [`CliError`] whose [`CliError::render`] is Pi's exact stderr.
-//! * [`parse_args`] is the smaller interface `main.rs` started with (`Help`/`Version`/`Run`).
 //!
 //! Files: `args.rs` (flag table and parser), `validate.rs` (the checks `main.js` makes after
 //! parsing), `help.rs` (help text), `env.rs` (environment variables and JS string helpers).
-
-// Parts of this interface (list-models, export, subcommands, helpers) are not wired into main.rs yet.
-#![allow(dead_code)]
 
 pub mod args;
 pub mod env;
 pub mod help;
 pub mod validate;
 
-#[cfg(test)]
-mod fixture_tests;
-
 use std::fmt;
 
 pub use args::Args;
-#[allow(unused_imports)] // For the callers to come; remove once main.rs uses them.
 pub use args::{AppMode, TuiMode, UnknownFlag};
 pub use help::help_text;
-#[allow(unused_imports)]
 pub use help::{ExtensionFlagHelp, help_text_with_extension_flags};
 
 /// Output mode selected with `--mode`.
@@ -90,12 +81,6 @@ pub struct CliError {
 }
 
 impl CliError {
-    fn single(message: String) -> Self {
-        CliError {
-            diagnostics: vec![Diagnostic::error(message)],
-        }
-    }
-
     /// Pi's stderr output, one `Error: ...`/`Warning: ...` line each, newline-terminated.
     pub fn render(&self) -> String {
         render_diagnostics(&self.diagnostics)
@@ -260,45 +245,6 @@ pub fn parse_cli(argv: &[String]) -> Result<Invocation, CliError> {
     }
 }
 
-/// What the process should do ([`parse_args`]).
-#[derive(Debug, Clone)]
-pub enum CliAction {
-    Help,
-    Version,
-    Run(Box<Args>),
-}
-
-/// Parses argv without the program name. `Err(message)` is printed as `Error: <message>`, exit 1
-/// (several errors come joined by `"\nError: "`). Parse warnings are in `Args::warnings` for
-/// `Run`; for the other actions use [`parse_cli`], which also keeps them.
-///
-/// This assumes no extension flags: for `Run`, the startup diagnostics (unknown long flags,
-/// `--provider` without `--model`) are errors here. Actions [`CliAction`] cannot express yet
-/// (list-models, export, subcommands) are reported as an error until `main.rs` moves to
-/// [`parse_cli`].
-pub fn parse_args(argv: &[String]) -> Result<CliAction, String> {
-    let invocation = parse_cli(argv).map_err(|e| e.message())?;
-    match invocation.action {
-        Action::Help => Ok(CliAction::Help),
-        Action::Version => Ok(CliAction::Version),
-        Action::Run => {
-            let startup = CliError {
-                diagnostics: invocation.startup_diagnostics(&[]),
-            };
-            if startup.diagnostics.is_empty() {
-                Ok(CliAction::Run(invocation.args))
-            } else {
-                Err(startup.message())
-            }
-        }
-        Action::ListModels { .. } => Err("--list-models is not implemented yet".to_string()),
-        Action::Export { .. } => Err("--export is not implemented yet".to_string()),
-        Action::Command { command, .. } => {
-            Err(format!("`pi {}` is not implemented yet", command.name()))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,9 +253,23 @@ mod tests {
         list.iter().map(|s| s.to_string()).collect()
     }
 
+    /// What `main` does with argv before running: argument errors, then startup errors
+    /// (without extension flags); `Ok(Some(args))` to run, `Ok(None)` for help or version.
+    fn run_args(argv: &[String]) -> Result<Option<Box<Args>>, String> {
+        let invocation = parse_cli(argv).map_err(|e| e.message())?;
+        let startup = CliError {
+            diagnostics: invocation.startup_diagnostics(&[]),
+        };
+        match invocation.action {
+            Action::Run if startup.diagnostics.is_empty() => Ok(Some(invocation.args)),
+            Action::Run => Err(startup.message()),
+            _ => Ok(None),
+        }
+    }
+
     #[test]
     fn run_with_mode() {
-        let Ok(CliAction::Run(args)) = parse_args(&argv(&["--mode", "rpc"])) else {
+        let Ok(Some(args)) = run_args(&argv(&["--mode", "rpc"])) else {
             panic!("expected run");
         };
         assert_eq!(args.mode, Mode::Rpc);
@@ -318,16 +278,16 @@ mod tests {
 
     #[test]
     fn help_and_version() {
-        assert!(matches!(parse_args(&argv(&["-h"])), Ok(CliAction::Help)));
-        assert!(matches!(
-            parse_args(&argv(&["--version", "-h"])),
-            Ok(CliAction::Version)
-        ));
+        assert_eq!(parse_cli(&argv(&["-h"])).unwrap().action, Action::Help);
+        assert_eq!(
+            parse_cli(&argv(&["--version", "-h"])).unwrap().action,
+            Action::Version
+        );
     }
 
     #[test]
     fn warnings_reach_run() {
-        let Ok(CliAction::Run(args)) = parse_args(&argv(&["--thinking", "hard"])) else {
+        let Ok(Some(args)) = run_args(&argv(&["--thinking", "hard"])) else {
             panic!("expected run");
         };
         assert_eq!(
@@ -341,7 +301,7 @@ mod tests {
     #[test]
     fn several_errors_join() {
         assert_eq!(
-            parse_args(&argv(&["-x", "--thinking", "no", "-y"])).err(),
+            run_args(&argv(&["-x", "--thinking", "no", "-y"])).err(),
             Some("Unknown option: -x\nError: Unknown option: -y".to_string())
         );
         let err = parse_cli(&argv(&["-x", "--thinking", "no", "-y"])).unwrap_err();
@@ -393,7 +353,6 @@ mod tests {
         assert_eq!(inv.action, Action::Run);
         assert_eq!(inv.args.messages, ["list"]);
         assert_eq!(parse_cli(&argv(&["Install"])).unwrap().action, Action::Run);
-        assert!(parse_args(&argv(&["list"])).is_err());
     }
 
     #[test]
@@ -422,20 +381,17 @@ mod tests {
     #[test]
     fn run_fails_on_startup_errors_without_extensions() {
         assert_eq!(
-            parse_args(&argv(&["--mode", "rpc", "--plan", "--x=1"])).err(),
+            run_args(&argv(&["--mode", "rpc", "--plan", "--x=1"])).err(),
             Some("Unknown options: --plan, --x".to_string())
         );
         assert_eq!(
-            parse_args(&argv(&["--provider", "p", "--model"])).err(),
+            run_args(&argv(&["--provider", "p", "--model"])).err(),
             Some(
                 "Unknown option: --model\nError: --provider requires --model (for example: --provider p --model <pattern>)"
                     .to_string()
             )
         );
-        assert!(matches!(
-            parse_args(&argv(&["--help", "--plan"])),
-            Ok(CliAction::Help)
-        ));
+        assert!(matches!(run_args(&argv(&["--help", "--plan"])), Ok(None)));
         let inv = parse_cli(&argv(&["--plan"])).unwrap();
         assert_eq!(
             inv.startup_diagnostics(&[("plan", validate::ExtensionFlagType::Boolean)]),

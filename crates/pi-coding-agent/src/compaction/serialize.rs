@@ -3,7 +3,7 @@
 //! Thinking is left out; long tool results are cut.
 
 use super::estimate::js_len;
-use crate::runtime::llm_context::converted;
+use crate::messages::converted;
 use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
 use pi_protocol::message::AgentMessage;

@@ -1,7 +1,7 @@
 //! What every non-interactive mode shares: stdout taken over by one writer, an async runtime,
 //! and a bounded final flush.
 
-use super::rpc::output::{self, Output};
+use pi_coding_agent::output::{self, Output};
 use std::future::Future;
 use std::time::Duration;
 

@@ -2,9 +2,9 @@
 //! as JSON lines): send the initial prompt and the remaining messages one after another, then
 //! exit (Pi's `runPrintMode`).
 
-use super::rpc::output::Output;
-use crate::cli::Args;
-use crate::runtime::{Preflight, PromptRequest, Runtime};
+use pi_coding_agent::cli::Args;
+use pi_coding_agent::output::Output;
+use pi_coding_agent::runtime::{Preflight, PromptRequest, Runtime};
 use pi_js::json::to_js_line;
 use pi_protocol::content::{AssistantBlock, ImageContent};
 use pi_protocol::message::AgentMessage;
@@ -34,7 +34,7 @@ async fn serve(
     images: Vec<ImageContent>,
 ) -> i32 {
     let events = if json { out.clone() } else { out.muted() };
-    let rt = match crate::runtime::start(args, events) {
+    let rt = match pi_coding_agent::runtime::start(args, events) {
         Ok(rt) => rt,
         Err(e) => {
             if !e.0.is_empty() {
@@ -169,7 +169,7 @@ fn file_arguments(files: &[String]) -> Result<(String, Vec<ImageContent>), Strin
 
 fn expand_home(arg: &str) -> std::path::PathBuf {
     match arg.strip_prefix("~/") {
-        Some(rest) => crate::settings::paths::home_dir().join(rest),
+        Some(rest) => pi_coding_agent::settings::paths::home_dir().join(rest),
         None => Path::new(arg).to_path_buf(),
     }
 }

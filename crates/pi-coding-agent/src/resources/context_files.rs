@@ -150,7 +150,7 @@ fn shadowed_context_file(cwd: &Path, warnings: &mut Vec<String>) -> Option<PathB
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     fn names(files: &[ContextFile], root: &Path) -> Vec<String> {
         files

@@ -308,7 +308,7 @@ pub fn ancestor_agents_skill_dirs(cwd: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
     use serde_json::json;
 
     #[test]

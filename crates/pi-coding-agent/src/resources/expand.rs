@@ -86,7 +86,7 @@ pub fn expand_input(text: &str, skills: &[Skill], templates: &[PromptTemplate]) 
 mod tests {
     use super::*;
     use crate::resources::skills::load_skills;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     #[test]
     fn skill_block_like_pi() {

@@ -19,9 +19,6 @@
 //! `context_files.rs`, `source.rs` (source info, diagnostics), `loader.rs`, `session.rs`,
 //! `system_prompt.rs` + `prompt_text.rs` (our wording), `expand.rs`, `commands.rs`.
 
-// Not wired into main.rs yet: the session runtime will call these.
-#![allow(dead_code)]
-
 pub mod commands;
 pub mod context_files;
 pub mod discovery;
@@ -38,14 +35,7 @@ pub mod system_prompt;
 pub mod trust;
 pub mod yaml;
 
-#[cfg(test)]
-mod fixture_tests;
-#[cfg(test)]
-pub mod test_dir;
-
-#[allow(unused_imports)] // The runtime's entry points; remove once it uses them.
 pub use loader::{ResourceOptions, Resources, load_resources};
-#[allow(unused_imports)]
 pub use session::{Locations, SessionResources};
 
 impl Resources {

@@ -256,7 +256,7 @@ pub fn apply_patterns(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     #[test]
     fn ignore_files_are_prefixed_by_their_folder() {

@@ -304,7 +304,7 @@ fn validate_name(name: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     fn load(tmp: &TempDir, rel: &str) -> (Vec<Skill>, Vec<Diagnostic>) {
         load_skills(

@@ -173,7 +173,7 @@ pub fn resolve_project_trust(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     fn decide(tmp: &TempDir, cli: Option<bool>, default: DefaultProjectTrust) -> bool {
         resolve_project_trust(

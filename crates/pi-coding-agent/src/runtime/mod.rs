@@ -6,7 +6,7 @@ mod commands_misc;
 mod compaction;
 mod emit;
 mod listener;
-pub mod llm_context;
+
 mod local_model;
 mod model_cmds;
 mod prompt;
@@ -19,7 +19,7 @@ mod state;
 pub use prompt::{Preflight, PromptRequest};
 pub use startup::{list_models, start};
 
-use crate::modes::rpc::output::Output;
+use crate::output::Output;
 use crate::resources::session::SessionResources;
 use crate::settings::model::Settings;
 use pi_agent::Agent;

@@ -3,7 +3,7 @@
 
 use super::{Core, RunState, Runtime, RuntimeEnv, lock};
 use crate::cli::{Args, Diagnostic, DiagnosticKind, render_diagnostics};
-use crate::modes::rpc::output::Output;
+use crate::output::Output;
 use crate::resources::session::{Locations, SessionResources};
 use crate::settings::manager::{SettingsManager, session_dir};
 use crate::settings::paths::{agent_dir, home_dir};
@@ -355,7 +355,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     let config = AgentConfig {
         stream_fn: Arc::new(pi_ai::stream),
         convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {
-            super::llm_context::convert_to_llm(messages)
+            crate::messages::convert_to_llm(messages)
         }),
         listener: core.clone(),
         hooks: core.clone(),

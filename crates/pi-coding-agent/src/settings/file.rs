@@ -157,7 +157,7 @@ pub fn js_string(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
     use serde_json::json;
 
     #[test]

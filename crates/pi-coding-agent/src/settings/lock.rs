@@ -66,7 +66,7 @@ impl Drop for FileLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     #[test]
     fn lock_is_exclusive_and_released() {

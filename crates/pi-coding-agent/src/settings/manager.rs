@@ -188,7 +188,7 @@ pub fn session_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::test_dir::TempDir;
+    use pi_test_support::TempDir;
 
     #[test]
     fn project_layer_needs_trust_but_its_errors_are_reported() {

@@ -12,9 +12,6 @@
 //! Files: `paths.rs`, `merge.rs` (layer merge, migrations, `defaultTools`), `file.rs` (read and
 //! write one file), `lock.rs` (the lock Pi shares), `model.rs` (typed view), `manager.rs`.
 
-// Not wired into main.rs yet: the session runtime will call these.
-#![allow(dead_code)]
-
 pub mod file;
 pub mod lock;
 pub mod manager;
@@ -22,7 +19,5 @@ pub mod merge;
 pub mod model;
 pub mod paths;
 
-#[allow(unused_imports)] // The runtime's entry points; remove once it uses them.
 pub use manager::{SettingsManager, session_dir};
-#[allow(unused_imports)]
 pub use model::{CompactionSettings, DefaultProjectTrust, RetrySettings, Settings};

@@ -387,10 +387,7 @@ impl Settings {
                 Some(Value::String(s)) if s == "header" => QuietStartup::Header,
                 _ => QuietStartup::Off,
             },
-            tui_mode: match m.get("tuiMode").and_then(Value::as_str) {
-                Some("regular") => TuiMode::Regular,
-                _ => TuiMode::Fullscreen,
-            },
+            tui_mode: TuiMode::parse(m.get("tuiMode")),
             fullscreen_exit_output: FullscreenExitOutput::parse(m.get("fullscreenExitOutput")),
             fullscreen_scrollbar: FullscreenScrollbar::parse(m.get("fullscreenScrollbar")),
             fullscreen_copy_on_select: boolean(m, &["fullscreenCopyOnSelect"], true),

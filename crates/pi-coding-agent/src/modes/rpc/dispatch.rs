@@ -3,8 +3,8 @@
 
 use super::in_flight::InFlight;
 use super::large;
-use super::output::Output;
-use crate::runtime::{Preflight, PromptRequest, Runtime};
+use pi_coding_agent::output::Output;
+use pi_coding_agent::runtime::{Preflight, PromptRequest, Runtime};
 use pi_js::json::to_js_line;
 use pi_js::parse::parse_js_json;
 use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, StreamingBehavior, decode_command};

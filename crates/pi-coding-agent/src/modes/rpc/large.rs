@@ -2,8 +2,8 @@
 //! written straight to stdout in chunks, so a 100 MB session never needs a 100 MB string (or
 //! three, as building the data, wrapping it and framing it would take).
 
-use super::output::Output;
-use crate::runtime::Runtime;
+use pi_coding_agent::output::Output;
+use pi_coding_agent::runtime::Runtime;
 use pi_js::json::{to_js_line, write_js};
 use pi_protocol::response::data_prefix;
 use pi_protocol::{Outcome, RpcResponse};

@@ -4,12 +4,11 @@ mod dispatch;
 mod framing;
 mod in_flight;
 mod large;
-pub(crate) mod output;
 mod signals;
 
 use framing::{Frame, LineSplitter};
 use in_flight::InFlight;
-use output::Output;
+use pi_coding_agent::output::Output;
 use std::io::Read;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -18,12 +17,12 @@ use tokio::sync::mpsc;
 const IN_FLIGHT_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs RPC mode until stdin closes or a signal arrives; returns the process exit code.
-pub fn run(args: &crate::cli::Args) -> i32 {
+pub fn run(args: &pi_coding_agent::cli::Args) -> i32 {
     super::host::run(|output| serve(output, args))
 }
 
-async fn serve(output: Output, args: &crate::cli::Args) -> i32 {
-    let rt = match crate::runtime::start(args, output.clone()) {
+async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
+    let rt = match pi_coding_agent::runtime::start(args, output.clone()) {
         Ok(rt) => rt,
         Err(e) => {
             if !e.0.is_empty() {
@@ -64,7 +63,7 @@ async fn serve(output: Output, args: &crate::cli::Args) -> i32 {
 async fn input_loop(
     mut frames: mpsc::Receiver<Vec<Frame>>,
     output: Output,
-    rt: crate::runtime::Runtime,
+    rt: pi_coding_agent::runtime::Runtime,
     in_flight: InFlight,
 ) {
     while let Some(batch) = frames.recv().await {

@@ -11,13 +11,15 @@
 //! * the startup warnings on stderr, exactly;
 //! * settings files after the `set_*` commands, exactly.
 
-use super::session::{Locations, SessionResources};
-use super::system_prompt::ToolPrompt;
-use super::test_dir::TempDir;
-use crate::cli::{parse_cli, render_diagnostics};
-use crate::settings::SettingsManager;
-use crate::settings::merge::DEFAULT_TOOL_NAMES;
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use pi_coding_agent::cli::{parse_cli, render_diagnostics};
+use pi_coding_agent::resources::session::{Locations, SessionResources};
+use pi_coding_agent::resources::system_prompt::ToolPrompt;
+use pi_coding_agent::settings::SettingsManager;
+use pi_coding_agent::settings::merge::DEFAULT_TOOL_NAMES;
 use pi_protocol::QueueMode;
+use pi_test_support::TempDir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

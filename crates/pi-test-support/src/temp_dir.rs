@@ -1,4 +1,4 @@
-//! Temporary directories for the unit tests of `settings` and `resources`.
+//! Temporary directories for tests that work on real files.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -7,6 +7,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// removed when dropped.
 pub struct TempDir {
     path: PathBuf,
+}
+
+impl Default for TempDir {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl TempDir {
