@@ -46,9 +46,10 @@ fn run(argv: &[String]) -> i32 {
             AppMode::Rpc => modes::rpc::run(args),
             AppMode::Json => modes::print::run(args, true),
             AppMode::Print => modes::print::run(args, false),
-            AppMode::Interactive => not_yet(
-                "interactive mode is not available in this build; use --mode rpc, --mode json or -p",
-            ),
+            AppMode::Interactive => {
+                eprint!("{NO_TERMINAL_UI}");
+                1
+            }
         },
         Action::ListModels { search } => {
             let out = runtime::list_models(search.as_deref());
@@ -74,15 +75,23 @@ fn run(argv: &[String]) -> i32 {
             }
         }
         Action::Command { command, .. } => {
-            not_yet(&format!("`pi {}` is not implemented yet", command.name()))
+            eprintln!(
+                "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",
+                command.name()
+            );
+            1
         }
     }
 }
 
-fn not_yet(message: &str) -> i32 {
-    eprintln!("Error: {message}");
-    1
-}
+/// What `pi` without a mode says on a terminal, where Pi would start its terminal UI.
+const NO_TERMINAL_UI: &str = "\
+pi in Rust has no interactive terminal UI; Pi's TUI is not part of this program. Use it as:
+  pi --mode rpc          JSON commands on stdin, responses and events on stdout (IDEs, web UIs,
+                         orchestrators)
+  pi -p \"your prompt\"    answer the prompt, print the result, exit
+Run pi --help for every option.
+";
 
 fn stdin_is_tty() -> bool {
     std::io::stdin().is_terminal()

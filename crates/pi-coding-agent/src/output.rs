@@ -24,7 +24,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,6 +36,7 @@ const CHANNEL_RECORDS: usize = 1024;
 /// Collected streamed updates are written once they reach this size even if the runtime is busy.
 const COALESCE_BYTES: usize = 32 * 1024;
 /// Requested capacity of the stdout pipe (Linux's default unprivileged maximum).
+#[cfg(target_os = "linux")]
 const STDOUT_PIPE_BYTES: libc::c_int = 1 << 20;
 
 /// A record written by the writer thread itself (it must end with `\n`).
@@ -249,6 +250,7 @@ fn write_some(sink: &Sink, bytes: &[u8]) -> io::Result<usize> {
     Ok(done)
 }
 
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn send_nowait(file: &File, bytes: &[u8]) -> io::Result<usize> {
     // SAFETY: a valid buffer of `bytes.len()` bytes and a descriptor the file keeps open.
@@ -265,6 +267,12 @@ fn send_nowait(file: &File, bytes: &[u8]) -> io::Result<usize> {
     } else {
         Ok(n as usize)
     }
+}
+
+/// Only Linux takes the direct socket path (`MSG_NOSIGNAL` is Linux's).
+#[cfg(not(target_os = "linux"))]
+fn send_nowait(_file: &File, _bytes: &[u8]) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
 }
 
 /// Like Pi: once the reader is gone (EPIPE and friends) nothing more can be delivered.
@@ -406,48 +414,68 @@ fn write_loop(sink: Arc<Sink>, mut rx: mpsc::Receiver<Item>) {
 
 /// Duplicates fd 1 to a private close-on-exec descriptor and redirects fd 1 to stderr.
 /// Returns the descriptor and how tasks may write to it (see [`Sink::direct`]).
-#[allow(unsafe_code)]
 fn take_over_stdout() -> io::Result<(File, Direct)> {
-    // SAFETY: plain descriptor syscalls on fds 1 and 2, which exist for the whole process; the
-    // duplicated descriptor is new and owned solely by the returned File.
-    unsafe {
-        let private = libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3);
-        if private < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
-            let err = io::Error::last_os_error();
-            libc::close(private);
-            return Err(err);
-        }
-        let file = File::from(OwnedFd::from_raw_fd(private));
-        let kind = file.metadata().map(|m| m.file_type());
-        if kind.as_ref().is_ok_and(|k| k.is_socket()) {
-            let direct = if is_stream_socket(private) {
-                Direct::Socket
-            } else {
-                Direct::No
-            };
-            return Ok((file, direct));
-        }
-        if !kind.is_ok_and(|k| k.is_fifo()) {
-            return Ok((file, Direct::No));
-        }
-        // A larger pipe (when stdout is one) takes a large record in far fewer write/wake-up
-        // rounds with the client; failure (over the system limit) changes nothing.
-        libc::fcntl(private, libc::F_SETPIPE_SZ, STDOUT_PIPE_BYTES);
-        // Opening the pipe anew gives an open file description of our own, so making it
-        // non-blocking cannot affect whoever else shares the inherited one.
-        let path = format!("/proc/self/fd/{private}\0");
-        let reopened = libc::open(
-            path.as_ptr().cast(),
-            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        );
-        if reopened < 0 {
-            return Ok((file, Direct::No));
-        }
-        Ok((File::from(OwnedFd::from_raw_fd(reopened)), Direct::Pipe))
+    use std::os::fd::AsFd;
+    // A close-on-exec duplicate (fd >= 3), so no child inherits the protocol stream.
+    let file = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    redirect_stdout_to_stderr()?;
+    let kind = file.metadata().map(|m| m.file_type());
+    if kind.as_ref().is_ok_and(|k| k.is_socket()) {
+        let direct = if cfg!(target_os = "linux") && is_stream_socket(file.as_raw_fd()) {
+            Direct::Socket
+        } else {
+            Direct::No
+        };
+        return Ok((file, direct));
     }
+    if !kind.is_ok_and(|k| k.is_fifo()) {
+        return Ok((file, Direct::No));
+    }
+    enlarge_pipe(&file);
+    match reopen_nonblocking(&file) {
+        Some(own) => Ok((own, Direct::Pipe)),
+        None => Ok((file, Direct::No)),
+    }
+}
+
+/// Points fd 1 at stderr, so stray prints (ours or a library's) cannot reach the protocol.
+#[allow(unsafe_code)]
+fn redirect_stdout_to_stderr() -> io::Result<()> {
+    // SAFETY: dup2 on fds 1 and 2, which exist for the whole process; no Rust object owns fd 1.
+    if unsafe { libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A larger pipe (when stdout is one) takes a large record in far fewer write/wake-up rounds
+/// with the client; failure (over the system limit) changes nothing.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn enlarge_pipe(file: &File) {
+    // SAFETY: fcntl on a descriptor `file` keeps open.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETPIPE_SZ, STDOUT_PIPE_BYTES) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn enlarge_pipe(_file: &File) {}
+
+/// Opening the pipe anew through `/proc` gives an open file description of our own, so making
+/// it non-blocking cannot affect whoever else shares the inherited one. (Elsewhere, `/dev/fd`
+/// would duplicate the shared description, so there is no direct path.)
+#[cfg(target_os = "linux")]
+fn reopen_nonblocking(file: &File) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reopen_nonblocking(_file: &File) -> Option<File> {
+    None
 }
 
 /// A `SOCK_STREAM` socket, where a short send leaves the rest of the bytes for later.

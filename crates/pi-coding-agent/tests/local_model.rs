@@ -120,7 +120,7 @@ fn without_weights_or_keys_the_messages_name_both_ways_out() {
         "{\"id\":\"1\",\"type\":\"prompt\",\"message\":\"hi\"}\n",
     );
     assert!(
-        stderr.starts_with("Warning: No models available. Use /login"),
+        stderr.starts_with("Warning: No models available. Set a provider's API key"),
         "{stderr}"
     );
     assert!(stderr.contains("scripts/setup-local-model"), "{stderr}");
@@ -129,7 +129,7 @@ fn without_weights_or_keys_the_messages_name_both_ways_out() {
         .unwrap_or_default()
         .to_string();
     assert!(
-        error.starts_with("No API key found for the selected model.\n\nUse /login")
+        error.starts_with("No API key found for the selected model.\n\nSet a provider's API key")
             && error.ends_with("install it with scripts/setup-local-model (from the pi source tree), then use --provider local --model smollm2-135m-instruct."),
         "{stdout}"
     );

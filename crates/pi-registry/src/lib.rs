@@ -7,7 +7,7 @@
 //! let (registry, problems) = ModelRegistry::load(LoadOptions {
 //!     agent_dir: "/home/me/.pi/agent".into(),
 //!     env: Env::from_process(),
-//!     docs_dir: "/opt/pi/docs".into(),
+//!     docs_dir: Some("/opt/pi/docs".into()),
 //!     local: None,
 //! });
 //! for m in registry.available_models() {

@@ -31,13 +31,13 @@ impl ModelRegistry {
     /// `No models available. <login help>`, plus how to install the local model when that
     /// provider is built in.
     pub fn no_models_message(&self) -> String {
-        self.with_hint(messages::no_models_available(&self.docs_dir))
+        self.with_hint(messages::no_models_available(self.docs_dir.as_deref()))
     }
 
     /// `No API key found for <provider>.` with login help; for the placeholder model (nothing
     /// selected) also how to install the local model.
     pub fn no_api_key_message(&self, provider: &str) -> String {
-        let base = messages::no_api_key_found(provider, &self.docs_dir);
+        let base = messages::no_api_key_found(provider, self.docs_dir.as_deref());
         if provider == "unknown" {
             self.with_hint(base)
         } else {
@@ -81,7 +81,7 @@ mod tests {
         let (registry, errors) = ModelRegistry::load(LoadOptions {
             agent_dir: dir.clone(),
             env: Env::default(),
-            docs_dir: "/docs".into(),
+            docs_dir: Some("/docs".into()),
             local: Some(super::LocalProvider {
                 id: "local".into(),
                 name: "Local".into(),

@@ -24,8 +24,9 @@ pub struct LoadOptions {
     pub agent_dir: PathBuf,
     /// The environment credentials and `$VAR` values are read from.
     pub env: Env,
-    /// The directory of Pi's docs, named in login help (`<docs>/providers.md`, `<docs>/models.md`).
-    pub docs_dir: PathBuf,
+    /// The directory of Pi's docs, named in login help (`<docs>/providers.md`, `<docs>/models.md`);
+    /// `None` where there are none (the help then names what this program has).
+    pub docs_dir: Option<PathBuf>,
     /// The in-process provider, when this build has one (`pi-local`).
     pub local: Option<LocalProvider>,
 }
@@ -100,7 +101,7 @@ impl ProviderEntry {
 #[derive(Debug)]
 pub struct ModelRegistry {
     pub(crate) env: Env,
-    pub(crate) docs_dir: PathBuf,
+    pub(crate) docs_dir: Option<PathBuf>,
     pub(crate) config: ModelsConfig,
     auth_file: AuthFile,
     runtime_keys: Vec<(String, String)>,
@@ -473,8 +474,8 @@ impl ModelRegistry {
         (!parts.is_empty()).then(|| parts.join("\n\n"))
     }
 
-    pub fn docs_dir(&self) -> &Path {
-        &self.docs_dir
+    pub fn docs_dir(&self) -> Option<&Path> {
+        self.docs_dir.as_deref()
     }
 }
 
@@ -600,7 +601,7 @@ mod tests {
         let loaded = ModelRegistry::load(LoadOptions {
             agent_dir: dir.clone(),
             env,
-            docs_dir: "/docs".into(),
+            docs_dir: Some("/docs".into()),
             local: None,
         });
         let _ = std::fs::remove_dir_all(&dir);

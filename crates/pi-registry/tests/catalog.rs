@@ -12,7 +12,7 @@ fn empty_registry() -> ModelRegistry {
     let (registry, errors) = ModelRegistry::load(LoadOptions {
         agent_dir: dir,
         env: Env::default(),
-        docs_dir: "/docs".into(),
+        docs_dir: Some("/docs".into()),
         local: None,
     });
     assert_eq!(errors, vec![]);

@@ -316,7 +316,7 @@ fn run_case(name: &str) -> Vec<String> {
     let (mut registry, _) = ModelRegistry::load(LoadOptions {
         agent_dir: agent.clone(),
         env,
-        docs_dir: PathBuf::from("<docs>"),
+        docs_dir: Some(PathBuf::from("<docs>")),
         local: None,
     });
     let (settings, enabled) = settings_of(&agent);

@@ -37,9 +37,7 @@ async fn serve(
     let rt = match pi_coding_agent::runtime::start(args, events) {
         Ok(rt) => rt,
         Err(e) => {
-            if !e.0.is_empty() {
-                eprintln!("Error: {}", e.0);
-            }
+            e.report();
             return 1;
         }
     };

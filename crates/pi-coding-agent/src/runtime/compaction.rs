@@ -195,7 +195,7 @@ impl Core {
         if auth.api_key.is_none() && auth.headers.is_none() {
             return Err(pi_registry::no_api_key_found(
                 &model.provider,
-                &self.env.docs_dir,
+                self.env.docs_dir.as_deref(),
             ));
         }
         Ok(auth.api_key)
@@ -453,7 +453,7 @@ impl Runtime {
         let model = self.agent.with_state(|s| s.model.clone());
         if model == Model::placeholder() {
             return Err(SummarizeError::Failed(pi_registry::no_model_selected(
-                &core.env.docs_dir,
+                core.env.docs_dir.as_deref(),
             )));
         }
         let settings = core

@@ -40,8 +40,9 @@ pub struct RuntimeEnv {
     pub home: PathBuf,
     /// The package folder (`README.md`, `docs/`, `examples/`), named in the system prompt.
     pub package_dir: PathBuf,
-    /// `<package_dir>/docs`, named in login help texts.
-    pub docs_dir: PathBuf,
+    /// `<package_dir>/docs` when it holds Pi's docs (as with `PI_PACKAGE_DIR` pointing at a Pi
+    /// install), named in login help texts; otherwise the help names our README.
+    pub docs_dir: Option<PathBuf>,
 }
 
 /// State of the session-level run (Pi's `_isAgentRunActive` and friends).

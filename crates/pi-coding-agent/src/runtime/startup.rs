@@ -1,7 +1,7 @@
 //! Building the runtime from the command line, the environment and the files (Pi's `main`
 //! for the non-interactive modes, up to the point where the mode starts).
 
-use super::{Core, RunState, Runtime, RuntimeEnv, lock};
+use super::{Core, RunState, Runtime, RuntimeEnv};
 use crate::cli::{Args, Diagnostic, DiagnosticKind, render_diagnostics};
 use crate::output::Output;
 use crate::resources::session::{Locations, SessionResources};
@@ -18,9 +18,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::watch;
 
-/// Startup failed; print the message and exit 1.
-#[derive(Debug)]
-pub struct StartupError(pub String);
+/// Why startup stopped; the process exits with code 1.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The reasons are already on stderr, in Pi's words.
+    #[error("startup failed")]
+    Reported,
+    /// To be printed as `Error: <message>`.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl StartupError {
+    /// Prints what is not printed yet.
+    pub fn report(&self) {
+        if let StartupError::Failed(message) = self {
+            eprintln!("Error: {message}");
+        }
+    }
+}
 
 fn warn_all(diagnostics: &[Diagnostic]) {
     eprint!("{}", render_diagnostics(diagnostics));
@@ -62,7 +78,7 @@ fn open_session(
     dir: Option<PathBuf>,
 ) -> Result<SessionStore, StartupError> {
     use pi_session::SessionLookup;
-    let fail = |e: pi_session::SessionError| StartupError(e.to_string());
+    let fail = |e: pi_session::SessionError| StartupError::Failed(e.to_string());
     let scope = SessionScope {
         cwd: cwd.to_path_buf(),
         agent_dir: agent_dir.to_path_buf(),
@@ -80,7 +96,7 @@ fn open_session(
         if let Some(id) = &args.session_id
             && pi_session::discovery::find_session_by_id(&scope, id).is_some()
         {
-            return Err(StartupError(format!(
+            return Err(StartupError::Failed(format!(
                 "Session already exists with id '{id}'"
             )));
         }
@@ -90,7 +106,7 @@ fn open_session(
             | SessionLookup::Global { path: p, .. } => {
                 SessionStore::fork_from(&p, cwd, &target_dir, args.session_id.clone()).map_err(fail)
             }
-            SessionLookup::NotFound => Err(StartupError(format!(
+            SessionLookup::NotFound => Err(StartupError::Failed(format!(
                 "No session found matching '{source}'"
             ))),
         };
@@ -108,13 +124,13 @@ fn open_session(
                 );
                 SessionStore::fork_from(&path, cwd, &target_dir, None).map_err(fail)
             }
-            SessionLookup::NotFound => {
-                Err(StartupError(format!("No session found matching '{arg}'")))
-            }
+            SessionLookup::NotFound => Err(StartupError::Failed(format!(
+                "No session found matching '{arg}'"
+            ))),
         };
     }
     if args.resume {
-        return Err(StartupError(
+        return Err(StartupError::Failed(
             "--resume needs an interactive terminal to pick a session; use --continue or --session <id|path>".into(),
         ));
     }
@@ -141,7 +157,7 @@ fn finish_session(args: &Args, session: &mut SessionStore, cwd: &Path) -> Result
             .session_file()
             .map(|f| format!("\nSession file: {}", f.display()))
             .unwrap_or_default();
-        return Err(StartupError(format!(
+        return Err(StartupError::Failed(format!(
             "Stored session working directory does not exist: {}{file}\nCurrent working directory: {}",
             stored.display(),
             cwd.display()
@@ -150,11 +166,13 @@ fn finish_session(args: &Args, session: &mut SessionStore, cwd: &Path) -> Result
     if let Some(name) = &args.name {
         let name = pi_js::trim(name);
         if name.is_empty() {
-            return Err(StartupError("--name requires a non-empty value".into()));
+            return Err(StartupError::Failed(
+                "--name requires a non-empty value".into(),
+            ));
         }
         session
             .append_session_info(name)
-            .map_err(|e| StartupError(e.to_string()))?;
+            .map_err(|e| StartupError::Failed(e.to_string()))?;
     }
     Ok(())
 }
@@ -186,9 +204,18 @@ pub(super) fn record_initial_selection(
     }
 }
 
-/// Builds the runtime. Diagnostics Pi prints at startup go to stderr here.
+/// Builds the runtime: where we run, what we load, then the agent around it. Diagnostics Pi
+/// prints at startup go to stderr here.
 pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
-    let cwd = std::env::current_dir().map_err(|e| StartupError(e.to_string()))?;
+    let env = resolve_environment()?;
+    let loaded = load(args, &env)?;
+    assemble(args, env, loaded, out)
+}
+
+/// The fixed facts of this process: cwd, home, the agent dir (created with Pi's empty
+/// `auth.json` and `models-store.json` when missing) and the package folder.
+fn resolve_environment() -> Result<RuntimeEnv, StartupError> {
+    let cwd = std::env::current_dir().map_err(|e| StartupError::Failed(e.to_string()))?;
     let home = home_dir();
     let agent_dir = agent_dir(
         std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
@@ -198,41 +225,77 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     if let Err(e) = pi_registry::ensure_agent_files(&agent_dir) {
         eprintln!("Warning: could not prepare {}: {e}", agent_dir.display());
     }
+    let package_dir = package_dir(&home);
+    let docs_dir = pi_docs(&package_dir);
+    Ok(RuntimeEnv {
+        cwd,
+        agent_dir,
+        home,
+        package_dir,
+        docs_dir,
+    })
+}
+
+/// `<package_dir>/docs` if Pi's provider docs are there.
+fn pi_docs(package_dir: &Path) -> Option<PathBuf> {
+    let docs = package_dir.join("docs");
+    docs.join("providers.md").is_file().then_some(docs)
+}
+
+/// `PI_PACKAGE_DIR`, else the folder of the binary.
+fn package_dir(home: &Path) -> PathBuf {
+    let default_package = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    crate::settings::paths::package_dir(
+        std::env::var("PI_PACKAGE_DIR").ok().as_deref(),
+        &default_package,
+        home,
+    )
+}
+
+fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError>) {
+    ModelRegistry::load(LoadOptions {
+        agent_dir: env.agent_dir.clone(),
+        env: Env::from_process(),
+        docs_dir: env.docs_dir.clone(),
+        local: super::local_model::install(),
+    })
+}
+
+/// What startup reads: settings and resources, the model registry, the session, and the model
+/// and thinking level to start with.
+struct Loaded {
+    res: SessionResources,
+    registry: ModelRegistry,
+    session: SessionStore,
+    selection: pi_registry::StartupSelection,
+    startup_request: StartupRequest,
+    context_messages: Vec<std::sync::Arc<AgentMessage>>,
+}
+
+fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     // Pi reads `sessionDir` and `defaultProjectTrust` from settings loaded as if trusted.
-    let mut startup_settings = SettingsManager::load(&cwd, &agent_dir, true);
+    let mut startup_settings = SettingsManager::load(&env.cwd, &env.agent_dir, true);
     let startup_s = startup_settings.settings().clone();
     let (res, diagnostics) = SessionResources::load(
         args,
         Locations {
-            cwd: &cwd,
-            agent_dir: &agent_dir,
-            home: &home,
-            process_cwd: &cwd,
+            cwd: &env.cwd,
+            agent_dir: &env.agent_dir,
+            home: &env.home,
+            process_cwd: &env.cwd,
         },
         &mut startup_settings,
     );
     warn_all(&diagnostics);
     if diagnostics.iter().any(|d| d.kind == DiagnosticKind::Error) {
-        return Err(StartupError(String::new()));
+        return Err(StartupError::Reported);
     }
     let s = res.settings.settings().clone();
 
-    let default_package = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .unwrap_or_else(|| PathBuf::from("."));
-    let package_dir = crate::settings::paths::package_dir(
-        std::env::var("PI_PACKAGE_DIR").ok().as_deref(),
-        &default_package,
-        &home,
-    );
-    let docs_dir = package_dir.join("docs");
-    let (mut registry, problems) = ModelRegistry::load(LoadOptions {
-        agent_dir: agent_dir.clone(),
-        env: Env::from_process(),
-        docs_dir: docs_dir.clone(),
-        local: super::local_model::install(),
-    });
+    let (mut registry, problems) = load_registry(env);
     for p in problems {
         eprintln!("Warning: {p}");
     }
@@ -241,11 +304,11 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         args.session_dir.as_deref(),
         std::env::var("PI_CODING_AGENT_SESSION_DIR").ok().as_deref(),
         &startup_s,
-        &home,
+        &env.home,
     )
-    .map(|d| cwd.join(d));
-    let mut session = open_session(args, &cwd, &agent_dir, chosen_dir)?;
-    finish_session(args, &mut session, &cwd)?;
+    .map(|d| env.cwd.join(d));
+    let mut session = open_session(args, &env.cwd, &env.agent_dir, chosen_dir)?;
+    finish_session(args, &mut session, &env.cwd)?;
     let has_thinking_entry = session.branch_entries(None).iter().any(|e| {
         matches!(
             e,
@@ -265,24 +328,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         (ctx.into_owned_messages(), state)
     };
 
-    let startup_request = StartupRequest {
-        cli_provider: args.provider.clone(),
-        cli_model: args.model.clone(),
-        cli_thinking: args.thinking,
-        cli_api_key: args.api_key.clone(),
-        scope_patterns: args.models.clone().or_else(|| s.enabled_models.clone()),
-        settings: ModelSettings {
-            default_provider: s.default_provider.clone(),
-            default_model: s.default_model.clone(),
-            default_thinking_level: s.default_thinking_level.map(|l| l.as_str().to_string()),
-            model_thinking_levels: s
-                .model_thinking_levels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_str().to_string()))
-                .collect(),
-        },
-        session: SessionModelState::default(),
-    };
+    let startup_request = startup_request(args, &s);
     let selection = registry.select_startup(&StartupRequest {
         session: session_model,
         ..startup_request.clone()
@@ -302,11 +348,58 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         }]);
     }
     if fatal {
-        return Err(StartupError(String::new()));
+        return Err(StartupError::Reported);
     }
-    let model = selection.model_or_placeholder();
     record_initial_selection(&mut session, &selection, has_thinking_entry);
+    Ok(Loaded {
+        res,
+        registry,
+        session,
+        selection,
+        startup_request,
+        context_messages,
+    })
+}
 
+/// The CLI's and the settings' model request, re-run against each new session.
+fn startup_request(args: &Args, s: &crate::settings::model::Settings) -> StartupRequest {
+    StartupRequest {
+        cli_provider: args.provider.clone(),
+        cli_model: args.model.clone(),
+        cli_thinking: args.thinking,
+        cli_api_key: args.api_key.clone(),
+        scope_patterns: args.models.clone().or_else(|| s.enabled_models.clone()),
+        settings: ModelSettings {
+            default_provider: s.default_provider.clone(),
+            default_model: s.default_model.clone(),
+            default_thinking_level: s.default_thinking_level.map(|l| l.as_str().to_string()),
+            model_thinking_levels: s
+                .model_thinking_levels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().to_string()))
+                .collect(),
+        },
+        session: SessionModelState::default(),
+    }
+}
+
+/// The tools, the runtime's shared state and the agent.
+fn assemble(
+    args: &Args,
+    env: RuntimeEnv,
+    loaded: Loaded,
+    out: Output,
+) -> Result<Runtime, StartupError> {
+    let Loaded {
+        res,
+        registry,
+        session,
+        selection,
+        startup_request,
+        context_messages,
+    } = loaded;
+    let s = res.settings.settings().clone();
+    let model = selection.model_or_placeholder();
     let tool_session = SessionHandle::new(SessionInfo {
         session_id: Some(session.session_id().to_string()),
         session_file: session.session_file().map(Path::to_path_buf),
@@ -321,25 +414,20 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         ),
         image_limits: None,
     });
-    let mut tools_config = ToolsConfig::new(&cwd, &agent_dir);
+    let mut tools_config = ToolsConfig::new(&env.cwd, &env.agent_dir);
     tools_config.shell_path = s.shell_path.clone().map(PathBuf::from);
     tools_config.shell_command_prefix = s.shell_command_prefix.clone();
     tools_config.auto_resize_images = s.image_auto_resize;
     tools_config.session = tool_session.clone();
     let names = tool_names(args, &s);
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let tools =
-        pi_tools::build(&name_refs, tools_config).map_err(|e| StartupError(e.to_string()))?;
+    let tools = pi_tools::build(&name_refs, tools_config)
+        .map_err(|e| StartupError::Failed(e.to_string()))?;
 
+    let session_id = session.session_id().to_string();
     let core = Arc::new(Core {
         out,
-        env: RuntimeEnv {
-            cwd,
-            agent_dir,
-            home,
-            package_dir,
-            docs_dir,
-        },
+        env,
         session: Mutex::new(session),
         registry: Mutex::new(registry),
         res: Mutex::new(res),
@@ -360,7 +448,7 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
         listener: core.clone(),
         hooks: core.clone(),
         tool_execution: ExecutionMode::Parallel,
-        session_id: Some(lock(&core.session).session_id().to_string()),
+        session_id: Some(session_id),
         max_tokens: None,
     };
     let agent = Arc::new(Agent::new(
@@ -384,25 +472,17 @@ pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
 pub fn list_models(search: Option<&str>) -> pi_registry::ListModelsOutput {
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = home_dir();
-    let agent_dir = agent_dir(
-        std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
-        &home,
-        &cwd,
-    );
-    let package_dir = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .unwrap_or_else(|| PathBuf::from("."));
-    let package_dir = crate::settings::paths::package_dir(
-        std::env::var("PI_PACKAGE_DIR").ok().as_deref(),
-        &package_dir,
-        &home,
-    );
-    let (registry, _) = ModelRegistry::load(LoadOptions {
-        agent_dir,
-        env: Env::from_process(),
-        docs_dir: package_dir.join("docs"),
-        local: super::local_model::install(),
-    });
+    let env = RuntimeEnv {
+        agent_dir: agent_dir(
+            std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
+            &home,
+            &cwd,
+        ),
+        docs_dir: pi_docs(&package_dir(&home)),
+        package_dir: package_dir(&home),
+        cwd,
+        home,
+    };
+    let (registry, _) = load_registry(&env);
     registry.list_models(search)
 }

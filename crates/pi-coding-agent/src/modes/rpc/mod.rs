@@ -25,9 +25,7 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     let rt = match pi_coding_agent::runtime::start(args, output.clone()) {
         Ok(rt) => rt,
         Err(e) => {
-            if !e.0.is_empty() {
-                eprintln!("Error: {}", e.0);
-            }
+            e.report();
             return 1;
         }
     };
