@@ -45,6 +45,7 @@ pub struct DiscoveryInput<'a> {
 pub enum Kind {
     Skills,
     Prompts,
+    Extensions,
 }
 
 impl Kind {
@@ -52,6 +53,7 @@ impl Kind {
         match self {
             Kind::Skills => "skills",
             Kind::Prompts => "prompts",
+            Kind::Extensions => "extensions",
         }
     }
 }
@@ -68,6 +70,11 @@ fn list(layer: &Map<String, Value>, key: &str) -> Vec<String> {
 
 fn is_pattern(s: &str) -> bool {
     s.starts_with(['!', '+', '-']) || s.contains('*') || s.contains('?')
+}
+
+/// `builtin:<name>` entries name Pi's built-in extensions, not files.
+fn is_builtin(s: &str) -> bool {
+    s.starts_with("builtin:")
 }
 
 /// The discovered files of one kind, in precedence order.
@@ -93,8 +100,11 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
             continue;
         }
         let meta = Metadata::new("local", scope, None);
-        let (patterns, plain): (Vec<String>, Vec<String>) =
-            entries.iter().cloned().partition(|e| is_pattern(e));
+        let (patterns, plain): (Vec<String>, Vec<String>) = entries
+            .iter()
+            .filter(|e| !is_builtin(e))
+            .cloned()
+            .partition(|e| is_pattern(e));
         let files = collect_from_paths(
             plain
                 .iter()
@@ -140,6 +150,10 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
                 let prompts = collect_prompt_entries(&project_base.join("prompts"));
                 add_auto(&mut acc, prompts, &meta, &project_overrides, &project_base);
             }
+            Kind::Extensions => {
+                let found = collect_auto_extension_entries(&project_base.join("extensions"));
+                add_auto(&mut acc, found, &meta, &project_overrides, &project_base);
+            }
         }
     }
     let meta = Metadata::new("auto", SourceScope::User, Some(&global_base));
@@ -155,6 +169,10 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
         Kind::Prompts => {
             let prompts = collect_prompt_entries(&global_base.join("prompts"));
             add_auto(&mut acc, prompts, &meta, &user_overrides, &global_base);
+        }
+        Kind::Extensions => {
+            let found = collect_auto_extension_entries(&global_base.join("extensions"));
+            add_auto(&mut acc, found, &meta, &user_overrides, &global_base);
         }
     }
 
@@ -191,6 +209,7 @@ fn collect_from_paths(paths: impl Iterator<Item = PathBuf>, kind: Kind) -> Vec<P
                     let mut rules = IgnoreRules::new(&p);
                     collect_markdown(&p, &mut rules, &mut files);
                 }
+                Kind::Extensions => files.extend(collect_auto_extension_entries(&p)),
             }
         }
     }
@@ -286,6 +305,65 @@ fn collect_prompt_entries(dir: &Path) -> Vec<PathBuf> {
         }
         if entry_kind(&path).1 && name.ends_with(".md") {
             out.push(path);
+        }
+    }
+    out
+}
+
+/// The entry files a folder declares: its `package.json` `pi.extensions` entries that exist,
+/// else `index.ts`, else `index.js` (Pi's `resolveExtensionEntries`).
+pub fn declared_extension_entries(dir: &Path) -> Option<Vec<PathBuf>> {
+    let manifest = std::fs::read_to_string(dir.join("package.json"))
+        .ok()
+        .and_then(|text| pi_js::parse::parse_js_json(&text).ok());
+    if let Some(list) = manifest
+        .as_ref()
+        .and_then(|m| m.get("pi"))
+        .and_then(|pi| pi.get("extensions"))
+        .and_then(Value::as_array)
+    {
+        let entries: Vec<PathBuf> = list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|e| crate::settings::paths::resolve_path(e, dir, dir))
+            .filter(|p| p.exists())
+            .collect();
+        if !entries.is_empty() {
+            return Some(entries);
+        }
+    }
+    ["index.ts", "index.js"]
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|p| p.exists())
+        .map(|p| vec![p])
+}
+
+/// One folder's extensions (Pi's `collectAutoExtensionEntries`): what the folder itself
+/// declares, else its `.ts`/`.js` files and the declared entries of its subfolders, one level
+/// deep, in name order, honouring ignore files.
+pub fn collect_auto_extension_entries(dir: &Path) -> Vec<PathBuf> {
+    if !dir.exists() {
+        return Vec::new();
+    }
+    if let Some(entries) = declared_extension_entries(dir) {
+        return entries;
+    }
+    let mut rules = IgnoreRules::new(dir);
+    rules.add_dir(dir);
+    let mut out = Vec::new();
+    for (name, path) in sorted_entries(dir) {
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        let (is_dir, is_file) = entry_kind(&path);
+        if rules.ignores(&path, is_dir) {
+            continue;
+        }
+        if is_file && (name.ends_with(".ts") || name.ends_with(".js")) {
+            out.push(path);
+        } else if is_dir && let Some(entries) = declared_extension_entries(&path) {
+            out.extend(entries);
         }
     }
     out

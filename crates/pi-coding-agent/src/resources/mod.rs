@@ -23,6 +23,7 @@ pub mod commands;
 pub mod context_files;
 pub mod discovery;
 pub mod expand;
+pub mod extensions;
 pub mod frontmatter;
 pub mod loader;
 pub mod patterns;

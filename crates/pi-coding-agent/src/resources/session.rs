@@ -3,6 +3,8 @@
 //! built-in extensions, and the startup warnings to print.
 
 use super::commands::{BuiltinOptions, builtin_commands, builtin_extensions, slash_commands};
+use super::discovery::DiscoveryInput;
+use super::extensions::{ExtensionOptions, ExtensionSource, extension_sources};
 use super::loader::{ResourceOptions, Resources, load_resources};
 use super::system_prompt::{PromptInputs, Sections, ToolPrompt, build_sections};
 use super::trust::resolve_project_trust;
@@ -21,6 +23,10 @@ pub struct SessionResources {
     pub resources: Resources,
     /// Loaded built-in extensions (`builtin:<name>`), in load order.
     pub builtin_extensions: Vec<String>,
+    /// Extension files to load, in load order.
+    pub extensions: Vec<ExtensionSource>,
+    /// `-e` paths that do not exist: `(path, error)`, reported with the load failures.
+    pub missing_extensions: Vec<(String, String)>,
 }
 
 /// Where the session's files are.
@@ -94,12 +100,27 @@ impl SessionResources {
                 stderr.push(d);
             }
         }
+        let (extensions, missing_extensions) = extension_sources(&ExtensionOptions {
+            cli: &args.extensions,
+            cli_base: at.process_cwd,
+            no_extensions: args.no_extensions,
+            discovery: DiscoveryInput {
+                cwd: at.cwd,
+                agent_dir: at.agent_dir,
+                home: at.home,
+                global: settings.global_layer(),
+                project: settings.project_layer(),
+                project_trusted: settings.is_project_trusted(),
+            },
+        });
         let session = SessionResources {
             cwd: at.cwd.to_path_buf(),
             settings,
             project_trusted: trust.trusted,
             resources,
             builtin_extensions: builtins,
+            extensions,
+            missing_extensions,
         };
         (session, stderr)
     }
