@@ -1,17 +1,18 @@
 //! HTML export of a Pi session (RPC `export_html`, `pi --export <in> [out]`).
 //!
 //! The page is one self-contained file with no script at all: session content reaches it
-//! only as escaped HTML (markdown is rendered by our own small renderer that never passes
-//! raw HTML through), links are limited to `http(s):`/`mailto:`, images to inline raster
-//! `data:` URLs, and a Content-Security-Policy forbids scripts and every network load should
-//! anything slip through. Collapsing (thinking, long outputs, other branches) uses
-//! `<details>`, which needs no script.
+//! only as escaped HTML (markdown is parsed by `pulldown-cmark` and written by us, so raw HTML
+//! in it stays text and only our own elements and attributes appear), links are limited to
+//! `http(s):`/`mailto:`, images to inline raster `data:` URLs, and a Content-Security-Policy
+//! forbids scripts and every network load should anything slip through. Collapsing (thinking,
+//! long outputs, other branches) uses `<details>`, which needs no script.
 //!
-//! The output path rule and error texts are Pi's; the page itself is our own design.
+//! The output path rule and error texts are Pi's; the page itself is our own design (the
+//! conformance suite compares an export's path, not its content), so nothing recorded from Pi
+//! pins how markdown is rendered.
 
 mod entry;
 pub mod escape;
-mod inline;
 mod load;
 mod markdown;
 mod output;

@@ -1,411 +1,341 @@
-//! Block-level markdown: fenced and indented code, headings, rules, block quotes, lists, pipe
-//! tables and paragraphs. A small, predictable subset of CommonMark/GFM, enough for chat text;
-//! anything it does not recognise is shown as text. Raw HTML blocks are not a construct here.
+//! Markdown: parsed by `pulldown-cmark` (CommonMark, with GFM tables, strikethrough and task
+//! lists), written as HTML by us, so the page holds only our own vocabulary of elements and
+//! attributes. Raw HTML in the source (HTML blocks and inline tags) is shown as escaped text,
+//! links keep only `http(s):`/`mailto:` targets, images become links (the page loads nothing
+//! remote), and bare `http(s)://` URLs in text become links, as on GitHub.
+//!
+//! The parser never recurses, so hostile input cannot exhaust the stack; nesting of quotes and
+//! lists deeper than [`MAX_DEPTH`] is flattened (their content is still shown).
 
-use crate::escape::push_escaped;
-use crate::inline::render_inline;
+use crate::escape::{push_escaped, safe_link};
+use pulldown_cmark::{
+    Alignment, CodeBlockKind, Event, LinkType, Options, Parser, Tag, TagEnd, TextMergeStream,
+};
 
-/// Nesting of quotes and lists beyond which the rest is shown as plain text.
+/// Nesting of block quotes and lists beyond which their markup is left out.
 const MAX_DEPTH: usize = 12;
 
 /// Appends the rendering of markdown `text`.
 pub fn render_markdown(out: &mut String, text: &str) {
-    let lines: Vec<&str> = text
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .collect();
-    render_blocks(out, &lines, 0, false);
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let mut writer = Writer {
+        out,
+        depth: 0,
+        links: Vec::new(),
+        code_block: None,
+        html_block: None,
+        aligns: Vec::new(),
+        cell: 0,
+        in_head: false,
+    };
+    for event in TextMergeStream::new(Parser::new_ext(text, options)) {
+        writer.event(event);
+    }
 }
 
-/// Renders `lines`; `tight` list items put paragraph text directly into the `<li>`.
-fn render_blocks(out: &mut String, lines: &[&str], depth: usize, tight: bool) {
-    if depth > MAX_DEPTH {
-        out.push_str(r#"<p class="plain">"#);
-        push_escaped(out, &lines.join("\n"));
-        out.push_str("</p>");
-        return;
-    }
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        if line.trim().is_empty() {
-            i += 1;
-        } else if let Some(fence) = fence_open(line) {
-            i = code_fence(out, lines, i, &fence);
-        } else if indent(line) >= 4 {
-            i = indented_code(out, lines, i);
-        } else if let Some((level, text)) = heading(line) {
-            out.push_str(&format!("<h{level}>"));
-            render_inline(out, text);
-            out.push_str(&format!("</h{level}>\n"));
-            i += 1;
-        } else if is_rule(line) {
-            out.push_str("<hr>\n");
-            i += 1;
-        } else if quote_line(line).is_some() {
-            let mut inner = Vec::new();
-            while let Some(rest) = lines.get(i).and_then(|l| quote_line(l)) {
-                inner.push(rest);
-                i += 1;
+/// How an open link or image is closed.
+enum Close {
+    Anchor,
+    /// Not a link we will follow: after its text, show where it pointed.
+    Dropped(String),
+    Nothing,
+}
+
+struct Writer<'o> {
+    out: &'o mut String,
+    /// Open block quotes and lists.
+    depth: usize,
+    links: Vec<Close>,
+    /// The text of an open code block: (language, code).
+    code_block: Option<(String, String)>,
+    /// The text of an open raw HTML block.
+    html_block: Option<String>,
+    aligns: Vec<Alignment>,
+    cell: usize,
+    in_head: bool,
+}
+
+impl Writer<'_> {
+    fn event(&mut self, event: Event<'_>) {
+        if let Some((_, code)) = &mut self.code_block {
+            match event {
+                Event::Text(t) => code.push_str(&t),
+                Event::End(TagEnd::CodeBlock) => self.end_code_block(),
+                _ => {}
             }
-            out.push_str("<blockquote>\n");
-            render_blocks(out, &inner, depth + 1, false);
-            out.push_str("</blockquote>\n");
-        } else if let Some(marker) = list_marker(line) {
-            i = list(out, lines, i, marker, depth);
-        } else if let Some(columns) = table_start(lines, i) {
-            i = table(out, lines, i, &columns);
-        } else {
-            let start = i;
-            i += 1;
-            while i < lines.len() && !interrupts_paragraph(lines[i]) {
-                i += 1;
+            return;
+        }
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(t) if self.links.is_empty() => push_linkified(self.out, &t),
+            Event::Text(t) => push_escaped(self.out, &t),
+            Event::Code(t) => {
+                self.out.push_str("<code>");
+                push_escaped(self.out, &t);
+                self.out.push_str("</code>");
             }
-            let text: Vec<&str> = lines[start..i].iter().map(|l| l.trim()).collect();
-            if !tight {
-                out.push_str("<p>");
+            Event::Html(t) => match &mut self.html_block {
+                Some(block) => block.push_str(&t),
+                None => push_lines(self.out, &t),
+            },
+            Event::InlineHtml(t) | Event::InlineMath(t) | Event::DisplayMath(t) => {
+                push_escaped(self.out, &t);
             }
-            render_inline(out, &text.join("\n"));
-            out.push_str(if tight { "\n" } else { "</p>\n" });
+            Event::FootnoteReference(t) => {
+                self.out.push_str("[^");
+                push_escaped(self.out, &t);
+                self.out.push(']');
+            }
+            // Chat text is line-oriented: a single newline is a line break too.
+            Event::SoftBreak | Event::HardBreak => self.out.push_str("<br>\n"),
+            Event::Rule => self.out.push_str("<hr>\n"),
+            Event::TaskListMarker(done) => self.out.push_str(if done {
+                "<span class=\"task done\">☑</span> "
+            } else {
+                "<span class=\"task\">☐</span> "
+            }),
         }
     }
-}
 
-fn indent(line: &str) -> usize {
-    line.bytes().take_while(|&b| b == b' ').count()
-}
-
-/// `line` without up to `n` leading spaces.
-fn dedent(line: &str, n: usize) -> &str {
-    &line[indent(line).min(n)..]
-}
-
-fn interrupts_paragraph(line: &str) -> bool {
-    line.trim().is_empty()
-        || fence_open(line).is_some()
-        || heading(line).is_some()
-        || is_rule(line)
-        || quote_line(line).is_some()
-        || list_marker(line).is_some_and(|m| m.interrupts)
-}
-
-struct Fence {
-    ch: u8,
-    len: usize,
-    indent: usize,
-    lang: String,
-}
-
-fn fence_open(line: &str) -> Option<Fence> {
-    let ind = indent(line);
-    let rest = &line[ind..];
-    let ch = *rest.as_bytes().first()?;
-    if ind > 3 || (ch != b'`' && ch != b'~') {
-        return None;
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph => self.out.push_str("<p>"),
+            Tag::Heading { level, .. } => self.out.push_str(&format!("<{level}>")),
+            Tag::BlockQuote(_) => {
+                self.depth += 1;
+                if self.depth <= MAX_DEPTH {
+                    self.out.push_str("<blockquote>\n");
+                }
+            }
+            Tag::List(start) => {
+                self.depth += 1;
+                if self.depth <= MAX_DEPTH {
+                    match start {
+                        None => self.out.push_str("<ul>\n"),
+                        Some(1) => self.out.push_str("<ol>\n"),
+                        Some(n) => self.out.push_str(&format!("<ol start=\"{n}\">\n")),
+                    }
+                }
+            }
+            Tag::Item if self.depth <= MAX_DEPTH => self.out.push_str("<li>"),
+            Tag::CodeBlock(kind) => {
+                let lang = match kind {
+                    CodeBlockKind::Fenced(info) => safe_lang(&info),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                self.code_block = Some((lang, String::new()));
+            }
+            Tag::HtmlBlock => self.html_block = Some(String::new()),
+            Tag::Table(aligns) => {
+                self.aligns = aligns;
+                self.out.push_str("<div class=\"table\"><table>\n");
+            }
+            Tag::TableHead => {
+                self.in_head = true;
+                self.cell = 0;
+                self.out.push_str("<thead><tr>");
+            }
+            Tag::TableRow => {
+                self.cell = 0;
+                self.out.push_str("<tr>");
+            }
+            Tag::TableCell => {
+                let class = match self.aligns.get(self.cell) {
+                    Some(Alignment::Left) => " class=\"left\"",
+                    Some(Alignment::Center) => " class=\"center\"",
+                    Some(Alignment::Right) => " class=\"right\"",
+                    _ => "",
+                };
+                let tag = if self.in_head { "th" } else { "td" };
+                self.out.push_str(&format!("<{tag}{class}>"));
+            }
+            Tag::Emphasis => self.out.push_str("<em>"),
+            Tag::Strong => self.out.push_str("<strong>"),
+            Tag::Strikethrough => self.out.push_str("<del>"),
+            Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            } => {
+                let url = match link_type {
+                    LinkType::Email => format!("mailto:{dest_url}"),
+                    _ => dest_url.to_string(),
+                };
+                let bare = matches!(link_type, LinkType::Autolink | LinkType::Email);
+                self.open_link(&url, bare, false);
+            }
+            Tag::Image { dest_url, .. } => self.open_link(&dest_url, false, true),
+            _ => {}
+        }
     }
-    let len = rest.bytes().take_while(|&b| b == ch).count();
-    let info = rest[len..].trim();
-    if len < 3 || (ch == b'`' && info.contains('`')) {
-        return None;
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Paragraph => self.out.push_str("</p>\n"),
+            TagEnd::Heading(level) => self.out.push_str(&format!("</{level}>\n")),
+            TagEnd::BlockQuote(_) => {
+                if self.depth <= MAX_DEPTH {
+                    self.out.push_str("</blockquote>\n");
+                }
+                self.depth -= 1;
+            }
+            TagEnd::List(ordered) => {
+                if self.depth <= MAX_DEPTH {
+                    self.out
+                        .push_str(if ordered { "</ol>\n" } else { "</ul>\n" });
+                }
+                self.depth -= 1;
+            }
+            TagEnd::Item if self.depth <= MAX_DEPTH => self.out.push_str("</li>\n"),
+            TagEnd::HtmlBlock => {
+                let block = self.html_block.take().unwrap_or_default();
+                self.out.push_str("<p>");
+                push_lines(self.out, block.strip_suffix('\n').unwrap_or(&block));
+                self.out.push_str("</p>\n");
+            }
+            TagEnd::Table => self.out.push_str("</tbody>\n</table></div>\n"),
+            TagEnd::TableHead => {
+                self.in_head = false;
+                self.out.push_str("</tr>\n</thead>\n<tbody>");
+            }
+            TagEnd::TableRow => self.out.push_str("</tr>\n"),
+            TagEnd::TableCell => {
+                self.out
+                    .push_str(if self.in_head { "</th>" } else { "</td>" });
+                self.cell += 1;
+            }
+            TagEnd::Emphasis => self.out.push_str("</em>"),
+            TagEnd::Strong => self.out.push_str("</strong>"),
+            TagEnd::Strikethrough => self.out.push_str("</del>"),
+            TagEnd::Link | TagEnd::Image => match self.links.pop() {
+                Some(Close::Anchor) => self.out.push_str("</a>"),
+                Some(Close::Dropped(url)) => {
+                    self.out.push_str(r#" <span class="dropped-link">("#);
+                    push_escaped(self.out, &url);
+                    self.out.push_str(")</span>");
+                }
+                Some(Close::Nothing) | None => {}
+            },
+            _ => {}
+        }
     }
-    // The language only becomes a class name: keep it to safe characters.
-    let lang = info
-        .split_whitespace()
+
+    /// `[text](url)`, `<url>` (`bare`), or `![alt](url)` (`image`), shown as a link.
+    fn open_link(&mut self, url: &str, bare: bool, image: bool) {
+        let inside_anchor = self.links.iter().any(|c| matches!(c, Close::Anchor));
+        let close = match safe_link(url) {
+            Some(href) if !inside_anchor => {
+                self.out.push_str(r#"<a href=""#);
+                push_escaped(self.out, href);
+                self.out
+                    .push_str(r#"" rel="noopener noreferrer nofollow">"#);
+                Close::Anchor
+            }
+            // An autolink's text is its URL already.
+            _ if bare => Close::Nothing,
+            Some(_) => Close::Nothing,
+            None => Close::Dropped(url.to_string()),
+        };
+        if image {
+            self.out.push_str("image: ");
+        }
+        self.links.push(close);
+    }
+
+    fn end_code_block(&mut self) {
+        let Some((lang, code)) = self.code_block.take() else {
+            return;
+        };
+        if lang.is_empty() {
+            self.out.push_str("<pre class=\"code\"><code>");
+        } else {
+            self.out.push_str("<pre class=\"code\" data-lang=\"");
+            push_escaped(self.out, &lang);
+            self.out.push_str("\"><code>");
+        }
+        push_escaped(self.out, code.strip_suffix('\n').unwrap_or(&code));
+        self.out.push_str("</code></pre>\n");
+    }
+}
+
+/// A fence's language, which only becomes a class-like label: its first word, in safe
+/// characters.
+fn safe_lang(info: &str) -> String {
+    info.split_whitespace()
         .next()
         .unwrap_or("")
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '#' | '.'))
         .take(32)
-        .collect();
-    Some(Fence {
-        ch,
-        len,
-        indent: ind,
-        lang,
-    })
+        .collect()
 }
 
-fn code_fence(out: &mut String, lines: &[&str], start: usize, fence: &Fence) -> usize {
-    let mut i = start + 1;
-    let mut body = Vec::new();
-    while i < lines.len() {
-        let line = lines[i];
-        let rest = line.trim_start_matches(' ');
-        let run = rest.bytes().take_while(|&b| b == fence.ch).count();
-        if indent(line) <= 3 && run >= fence.len && rest[run..].trim().is_empty() {
-            i += 1;
-            break;
+/// Escaped text with newlines as line breaks.
+fn push_lines(out: &mut String, text: &str) {
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push_str("<br>\n");
         }
-        body.push(dedent(line, fence.indent));
-        i += 1;
+        push_escaped(out, line);
     }
-    push_code(out, &body.join("\n"), &fence.lang);
-    i
 }
 
-fn indented_code(out: &mut String, lines: &[&str], start: usize) -> usize {
-    let mut end = start;
-    let mut i = start;
-    while i < lines.len() && (indent(lines[i]) >= 4 || lines[i].trim().is_empty()) {
-        if !lines[i].trim().is_empty() {
-            end = i + 1;
-        }
-        i += 1;
-    }
-    let body: Vec<&str> = lines[start..end].iter().map(|l| dedent(l, 4)).collect();
-    push_code(out, &body.join("\n"), "");
-    end
-}
-
-fn push_code(out: &mut String, code: &str, lang: &str) {
-    if lang.is_empty() {
-        out.push_str("<pre class=\"code\"><code>");
-    } else {
-        out.push_str("<pre class=\"code\" data-lang=\"");
-        push_escaped(out, lang);
-        out.push_str("\"><code>");
-    }
-    push_escaped(out, code);
-    out.push_str("</code></pre>\n");
-}
-
-fn heading(line: &str) -> Option<(usize, &str)> {
-    if indent(line) > 3 {
-        return None;
-    }
-    let rest = line.trim_start();
-    let level = rest.bytes().take_while(|&b| b == b'#').count();
-    let text = &rest[level..];
-    if !(1..=6).contains(&level) || !(text.is_empty() || text.starts_with([' ', '\t'])) {
-        return None;
-    }
-    // A closing run of `#` only counts after a space.
-    let text = text.trim();
-    let stripped = text.trim_end_matches('#');
-    let text = if stripped.is_empty() || stripped.ends_with([' ', '\t']) {
-        stripped.trim_end()
-    } else {
-        text
-    };
-    Some((level, text))
-}
-
-fn is_rule(line: &str) -> bool {
-    if indent(line) > 3 {
-        return false;
-    }
-    let chars: Vec<char> = line.chars().filter(|c| !c.is_whitespace()).collect();
-    chars.len() >= 3 && matches!(chars[0], '-' | '*' | '_') && chars.iter().all(|&c| c == chars[0])
-}
-
-fn quote_line(line: &str) -> Option<&str> {
-    if indent(line) > 3 {
-        return None;
-    }
-    let rest = line.trim_start().strip_prefix('>')?;
-    Some(rest.strip_prefix(' ').unwrap_or(rest))
-}
-
-#[derive(Clone, Copy)]
-struct Marker {
-    /// `Some(start)` for an ordered list.
-    start: Option<u64>,
-    /// The marker character (`-`, `*`, `+`, `.` or `)`), so `-` and `*` lists stay apart.
-    ch: u8,
-    /// Column where the item's content starts.
-    content: usize,
-    /// Whether it may interrupt a paragraph (non-empty, and ordered lists start at 1).
-    interrupts: bool,
-}
-
-fn list_marker(line: &str) -> Option<Marker> {
-    let ind = indent(line);
-    let rest = &line[ind..];
-    let bytes = rest.as_bytes();
-    let (start, ch, width) = match bytes.first()? {
-        b'-' | b'*' | b'+' => (None, bytes[0], 1),
-        b'0'..=b'9' => {
-            let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-            let ch = *bytes.get(digits)?;
-            if digits > 9 || !matches!(ch, b'.' | b')') {
-                return None;
-            }
-            (rest[..digits].parse().ok(), ch, digits + 1)
-        }
-        _ => return None,
-    };
-    let after = &rest[width..];
-    let spaces = after.bytes().take_while(|&b| b == b' ').count();
-    if !after.is_empty() && spaces == 0 {
-        return None;
-    }
-    let empty = after.trim().is_empty();
-    let gap = if spaces > 4 || empty { 1 } else { spaces };
-    Some(Marker {
-        start,
-        ch,
-        content: ind + width + gap,
-        interrupts: !empty && start.is_none_or(|n| n == 1),
-    })
-}
-
-fn list(out: &mut String, lines: &[&str], start: usize, first: Marker, depth: usize) -> usize {
-    let mut items: Vec<Vec<&str>> = Vec::new();
-    let mut marker = first;
-    let mut i = start;
-    let mut loose = false;
-    loop {
-        // The item's first line, then its continuation lines.
-        let line = lines[i];
-        let mut item = vec![line.get(marker.content..).unwrap_or("").trim_start()];
-        i += 1;
-        let mut pending_blank = false;
-        while i < lines.len() {
-            let line = lines[i];
-            if line.trim().is_empty() {
-                pending_blank = true;
-                item.push("");
-            } else if indent(line) >= marker.content {
-                if pending_blank {
-                    loose = true;
-                }
-                pending_blank = false;
-                item.push(dedent(line, marker.content));
-            } else if !pending_blank && !interrupts_paragraph(line) && list_marker(line).is_none() {
-                item.push(line.trim_start()); // lazy continuation of a paragraph
+/// Escaped text in which bare `http(s)://…` URLs become links. A URL ends before whitespace
+/// and quotes, without trailing punctuation or an unbalanced `)`.
+fn push_linkified(out: &mut String, text: &str) {
+    let mut rest = text;
+    while let Some(at) = find_url(rest) {
+        let candidate = &rest[at..];
+        let len = candidate
+            .find(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '"' | '`'))
+            .unwrap_or(candidate.len());
+        let mut url = &candidate[..len];
+        loop {
+            let trimmed = url.trim_end_matches(['.', ',', ':', ';', '!', '?', '\'', '*', '_']);
+            let unbalanced = trimmed.ends_with(')')
+                && trimmed.matches('(').count() < trimmed.matches(')').count();
+            url = if unbalanced {
+                &trimmed[..trimmed.len() - 1]
             } else {
+                trimmed
+            };
+            if !unbalanced {
                 break;
             }
-            i += 1;
         }
-        while item.last().is_some_and(|l| l.is_empty()) {
-            item.pop();
-        }
-        items.push(item);
-        match lines.get(i).and_then(|l| list_marker(l)) {
-            Some(next) if next.ch == marker.ch && next.start.is_some() == first.start.is_some() => {
-                loose |= pending_blank;
-                marker = next;
+        push_escaped(out, &rest[..at]);
+        match safe_link(url) {
+            Some(href) => {
+                out.push_str(r#"<a href=""#);
+                push_escaped(out, href);
+                out.push_str(r#"" rel="noopener noreferrer nofollow">"#);
+                push_escaped(out, href);
+                out.push_str("</a>");
             }
-            _ => break,
+            None => push_escaped(out, url),
         }
+        rest = &rest[at + url.len().max(1)..];
     }
-    match first.start {
-        None => out.push_str("<ul>\n"),
-        Some(1) => out.push_str("<ol>\n"),
-        Some(n) => out.push_str(&format!("<ol start=\"{n}\">\n")),
-    }
-    for item in &mut items {
-        out.push_str("<li>");
-        if let Some(first) = item.first_mut() {
-            *first = push_task_mark(out, first);
+    push_escaped(out, rest);
+}
+
+/// Where the next `http://` or `https://` that does not continue a word starts.
+fn find_url(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("http").map(|i| from + i) {
+        let rest = &text[i..];
+        let word_before = text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric);
+        if !word_before && (rest.starts_with("http://") || rest.starts_with("https://")) {
+            return Some(i);
         }
-        render_blocks(out, item, depth + 1, !loose);
-        out.push_str("</li>\n");
+        from = i + 4;
     }
-    out.push_str(if first.start.is_some() {
-        "</ol>\n"
-    } else {
-        "</ul>\n"
-    });
-    i
-}
-
-/// A GFM task item (`[ ] text`, `[x] text`) gets a box; returns the text after the mark.
-fn push_task_mark<'a>(out: &mut String, line: &'a str) -> &'a str {
-    let (mark, rest) = match line.get(..4) {
-        Some("[ ] ") => ("<span class=\"task\">☐</span> ", &line[4..]),
-        Some("[x] " | "[X] ") => ("<span class=\"task done\">☑</span> ", &line[4..]),
-        _ => return line,
-    };
-    out.push_str(mark);
-    rest
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Align {
-    None,
-    Left,
-    Center,
-    Right,
-}
-
-/// The column alignments when `lines[i]` starts a pipe table (a row, then a delimiter row).
-fn table_start(lines: &[&str], i: usize) -> Option<Vec<Align>> {
-    let head = lines[i];
-    let delim = lines.get(i + 1)?;
-    if !head.contains('|') || !delim.contains('|') && !delim.contains('-') {
-        return None;
-    }
-    let cells = split_row(delim);
-    let aligns: Option<Vec<Align>> = cells
-        .iter()
-        .map(|c| {
-            let c = c.trim();
-            let dashes = c.trim_matches(':');
-            (!dashes.is_empty() && dashes.bytes().all(|b| b == b'-')).then(|| {
-                match (c.starts_with(':'), c.ends_with(':')) {
-                    (true, true) => Align::Center,
-                    (false, true) => Align::Right,
-                    (true, false) => Align::Left,
-                    (false, false) => Align::None,
-                }
-            })
-        })
-        .collect();
-    let aligns = aligns?;
-    (split_row(head).len() == aligns.len()).then_some(aligns)
-}
-
-fn split_row(line: &str) -> Vec<&str> {
-    let trimmed = line.trim();
-    let trimmed = trimmed.strip_prefix('|').unwrap_or(trimmed);
-    let trimmed = match trimmed.strip_suffix('|') {
-        Some(t) if !t.ends_with('\\') => t,
-        _ => trimmed,
-    };
-    let mut cells = Vec::new();
-    let bytes = trimmed.as_bytes();
-    let mut start = 0;
-    for (j, &b) in bytes.iter().enumerate() {
-        if b == b'|' && (j == 0 || bytes[j - 1] != b'\\') {
-            cells.push(&trimmed[start..j]);
-            start = j + 1;
-        }
-    }
-    cells.push(&trimmed[start..]);
-    cells
-}
-
-fn table(out: &mut String, lines: &[&str], start: usize, aligns: &[Align]) -> usize {
-    out.push_str("<div class=\"table\"><table>\n<thead>");
-    table_row(out, lines[start], aligns, "th");
-    out.push_str("</thead>\n<tbody>");
-    let mut i = start + 2;
-    while i < lines.len() && lines[i].contains('|') && !lines[i].trim().is_empty() {
-        table_row(out, lines[i], aligns, "td");
-        i += 1;
-    }
-    out.push_str("</tbody>\n</table></div>\n");
-    i
-}
-
-fn table_row(out: &mut String, line: &str, aligns: &[Align], tag: &str) {
-    let cells = split_row(line);
-    out.push_str("<tr>");
-    for (k, align) in aligns.iter().enumerate() {
-        let class = match align {
-            Align::None => "",
-            Align::Left => " class=\"left\"",
-            Align::Center => " class=\"center\"",
-            Align::Right => " class=\"right\"",
-        };
-        out.push_str(&format!("<{tag}{class}>"));
-        let cell = cells.get(k).map_or("", |c| c.trim()).replace("\\|", "|");
-        render_inline(out, &cell);
-        out.push_str(&format!("</{tag}>"));
-    }
-    out.push_str("</tr>\n");
+    None
 }
 
 #[cfg(test)]
@@ -431,6 +361,22 @@ mod tests {
     }
 
     #[test]
+    fn raw_html_stays_text() {
+        assert_eq!(
+            md("<script>alert(1)</script> <img src=x onerror=alert(1)>"),
+            "<p>&lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror=alert(1)&gt;</p>\n"
+        );
+        assert_eq!(
+            md("a <img src=x onerror=alert(1)> b"),
+            "<p>a &lt;img src=x onerror=alert(1)&gt; b</p>\n"
+        );
+        assert_eq!(
+            md("<div>\n*x*\n</div>\n\nafter"),
+            "<p>&lt;div&gt;<br>\n*x*<br>\n&lt;/div&gt;</p>\n<p>after</p>\n"
+        );
+    }
+
+    #[test]
     fn fence_language_cannot_break_out_of_its_attribute() {
         assert_eq!(
             md("~~~js\" onmouseover=\"alert(1)\nx\n~~~"),
@@ -443,12 +389,23 @@ mod tests {
     }
 
     #[test]
+    fn emphasis_code_and_breaks() {
+        assert_eq!(
+            md("a **b** *c* ~~d~~ `<e>` snake_case_name\nnext"),
+            "<p>a <strong>b</strong> <em>c</em> <del>d</del> <code>&lt;e&gt;</code> snake_case_name<br>\nnext</p>\n"
+        );
+        assert_eq!(md("**unclosed and `x"), "<p>**unclosed and `x</p>\n");
+        assert_eq!(md(r"\*not em\*"), "<p>*not em*</p>\n");
+        assert_eq!(md("`` a`b ``"), "<p><code>a`b</code></p>\n");
+    }
+
+    #[test]
     fn lists_and_quotes() {
         assert_eq!(
             md("- a\n- b\n  - c\n\n3. x\n4. y\n\n> q\n> > r"),
             concat!(
-                "<ul>\n<li>a\n</li>\n<li>b\n<ul>\n<li>c\n</li>\n</ul>\n</li>\n</ul>\n",
-                "<ol start=\"3\">\n<li>x\n</li>\n<li>y\n</li>\n</ol>\n",
+                "<ul>\n<li>a</li>\n<li>b<ul>\n<li>c</li>\n</ul>\n</li>\n</ul>\n",
+                "<ol start=\"3\">\n<li>x</li>\n<li>y</li>\n</ol>\n",
                 "<blockquote>\n<p>q</p>\n<blockquote>\n<p>r</p>\n</blockquote>\n</blockquote>\n"
             )
         );
@@ -459,8 +416,8 @@ mod tests {
         assert_eq!(
             md("- [x] done\n- [ ] todo\n- [y] other"),
             concat!(
-                "<ul>\n<li><span class=\"task done\">☑</span> done\n</li>\n",
-                "<li><span class=\"task\">☐</span> todo\n</li>\n<li>[y] other\n</li>\n</ul>\n"
+                "<ul>\n<li><span class=\"task done\">☑</span> done</li>\n",
+                "<li><span class=\"task\">☐</span> todo</li>\n<li>[y] other</li>\n</ul>\n"
             )
         );
     }
@@ -468,21 +425,71 @@ mod tests {
     #[test]
     fn tables() {
         assert_eq!(
-            md("| a | b |\n|:--|--:|\n| `x|y` | <i> |"),
+            md("| a | b |\n|:--|--:|\n| `x\\|y` | <i> |"),
             concat!(
                 "<div class=\"table\"><table>\n<thead><tr><th class=\"left\">a</th><th class=\"right\">b</th></tr>\n",
-                "</thead>\n<tbody><tr><td class=\"left\">`x</td><td class=\"right\">y`</td></tr>\n",
+                "</thead>\n<tbody><tr><td class=\"left\"><code>x|y</code></td><td class=\"right\">&lt;i&gt;</td></tr>\n",
                 "</tbody>\n</table></div>\n"
             )
         );
     }
 
     #[test]
+    fn links_are_vetted() {
+        assert_eq!(
+            md("[docs](https://pi.dev/a?b=1&c=2 \"t\")"),
+            "<p><a href=\"https://pi.dev/a?b=1&amp;c=2\" rel=\"noopener noreferrer nofollow\">docs</a></p>\n"
+        );
+        assert_eq!(
+            md("[click](javascript:alert(1))"),
+            "<p>click <span class=\"dropped-link\">(javascript:alert(1))</span></p>\n"
+        );
+        // Entities and escapes are decoded before the scheme is checked, as a browser would.
+        assert_eq!(
+            md("[a](&#106;avascript:x) [b](java&#9;script:x)"),
+            concat!(
+                "<p>a <span class=\"dropped-link\">(javascript:x)</span> ",
+                "b <span class=\"dropped-link\">(java\tscript:x)</span></p>\n"
+            )
+        );
+        assert_eq!(
+            md("see https://x.dev/p_(q), or <mailto:a@b.c> <a@b.c> <javascript:x>."),
+            concat!(
+                r#"<p>see <a href="https://x.dev/p_(q)" rel="noopener noreferrer nofollow">https://x.dev/p_(q)</a>, or "#,
+                r#"<a href="mailto:a@b.c" rel="noopener noreferrer nofollow">mailto:a@b.c</a> "#,
+                r#"<a href="mailto:a@b.c" rel="noopener noreferrer nofollow">a@b.c</a> javascript:x.</p>"#,
+                "\n"
+            )
+        );
+        assert_eq!(
+            md("![x\" onerror=\"y](data:image/png;base64,AA)"),
+            "<p>image: x&quot; onerror=&quot;y <span class=\"dropped-link\">(data:image/png;base64,AA)</span></p>\n"
+        );
+        assert_eq!(
+            md("[![pic](https://a.dev/p.png) https://b.dev](https://c.dev)"),
+            "<p><a href=\"https://c.dev\" rel=\"noopener noreferrer nofollow\">image: pic https://b.dev</a></p>\n"
+        );
+    }
+
+    #[test]
     fn deep_nesting_is_bounded() {
-        let text = format!("{}deep", "> ".repeat(5000));
-        let out = md(&text);
-        assert!(out.contains("<p class=\"plain\">"));
-        let list = format!("{}x", "- ".repeat(5000));
-        assert!(md(&list).contains("x"));
+        let quotes = md(&format!("{}deep", "> ".repeat(5000)));
+        assert_eq!(quotes.matches("<blockquote>").count(), MAX_DEPTH);
+        assert!(quotes.contains("<p>deep</p>"));
+        let list = md(&format!("{}x", "- ".repeat(5000)));
+        assert_eq!(list.matches("<ul>").count(), MAX_DEPTH);
+        assert!(list.contains('x'));
+    }
+
+    #[test]
+    fn hostile_runs_render_quickly() {
+        let start = std::time::Instant::now();
+        for unit in [
+            "*a ", "_", "`", "[", "**", "~~x", "[a](", "https://", "\\", "<", "> ", "- ", "|", "![",
+        ] {
+            let text = unit.repeat(40_000);
+            assert!(!md(&text).contains("<script"));
+        }
+        assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
     }
 }

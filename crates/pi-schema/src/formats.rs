@@ -1,8 +1,8 @@
 //! The `format` checks pi-schema ships (`@earendil-works/pi-schema/formats`, adapted there from
 //! TypeBox), written as small parsers of the same languages: dates and times, durations, email
 //! addresses, IP addresses, UUIDs, JSON Pointers and RFC 3986 URIs here; URLs (WHATWG) and
-//! hostnames (IDNA) in submodules. `idn-email` uses the approximate Unicode categories of the
-//! regex engine and, unlike pi-schema, does not NFC-normalize first.
+//! hostnames (IDNA) in submodules. `idn-email` uses the approximate Unicode categories of
+//! `regex::unicode` and, unlike pi-schema, does not NFC-normalize first.
 
 mod idna;
 mod whatwg;

@@ -3,14 +3,20 @@
 //!
 //! JSON Schema patterns are ECMAScript regexes, and pi-schema compiles them with the `u` flag,
 //! falling back to no flag when `u` rejects the source. The `regex` crate differs from ECMAScript
-//! in exactly the places schemas touch (`\d`, `\s`, `.`, lookaround, backreferences, which escapes
-//! are errors), so this is a small backtracking engine of ECMAScript's own semantics instead: a
-//! parser with V8's error messages for both modes, and a VM with an explicit backtrack stack, so
-//! long arguments never recurse deeply.
+//! in exactly the places schemas touch (`\d`, `\s`, `.`, lookaround, backreferences, which
+//! escapes are errors); `regress` implements ECMAScript's own syntax and semantics and runs every
+//! match (a `u` pattern over code points, any other over UTF-16 units, as V8 does).
+//!
+//! Kept by hand: a checker of the grammar ([`parse`]), because what an invalid pattern says is
+//! part of the recorded behaviour and `regress` words its errors its own way. The corpus recorded
+//! from Pi (`tests/fixtures/validate_corpus.jsonl`) has 321 cases whose result is V8's
+//! `SyntaxError` text (`Invalid regular expression: /+?a?/: Nothing to repeat`, where `regress`
+//! says `Invalid atom character`; 124 distinct patterns), and one where `regress` accepts what
+//! Node 22 rejects: `(?i:a)` (pattern modifiers, ES2025) must fail the `regex` format. With
+//! `regress` alone 322 of the 18,480 cases differ; with the checker in front, none.
 
 mod parse;
 pub(crate) mod unicode;
-mod vm;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,33 +24,37 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// A compiled pattern.
 #[derive(Debug)]
 pub(crate) struct Regex {
-    program: vm::Program,
+    regex: regress::Regex,
     /// Whether it was compiled with the `u` flag: it then matches code points, else UTF-16 units.
     unicode: bool,
 }
 
 impl Regex {
-    /// `new RegExp(source, flags)` with flags `"u"` or `""`: the regex, or V8's message.
-    pub(crate) fn new(source: &str, unicode: bool) -> Result<Regex, &'static str> {
-        let units = to_units(source, unicode);
-        let (node, groups) = parse::parse(&units, unicode)?;
-        Ok(Regex {
-            program: vm::compile(&node, groups),
+    /// `new RegExp(source, flags)` with flags `"u"` or `""`: the regex, or V8's message. A
+    /// pattern V8 accepts but `regress` does not (none is known) gets `regress`'s message.
+    pub(crate) fn new(source: &str, unicode: bool) -> Result<Regex, String> {
+        let units: Vec<u32> = if unicode {
+            source.chars().map(u32::from).collect()
+        } else {
+            source.encode_utf16().map(u32::from).collect()
+        };
+        parse::check(&units, unicode)?;
+        let flags = regress::Flags {
             unicode,
-        })
+            ..regress::Flags::default()
+        };
+        let regex = regress::Regex::from_unicode(units.into_iter(), flags).map_err(|e| e.text)?;
+        Ok(Regex { regex, unicode })
     }
 
     /// `regex.test(s)`.
     pub(crate) fn test(&self, s: &str) -> bool {
-        self.program.search(&to_units(s, self.unicode))
-    }
-}
-
-fn to_units(s: &str, unicode: bool) -> Vec<u32> {
-    if unicode {
-        s.chars().map(u32::from).collect()
-    } else {
-        s.encode_utf16().map(u32::from).collect()
+        if self.unicode {
+            self.regex.find(s).is_some()
+        } else {
+            let units: Vec<u16> = s.encode_utf16().collect();
+            self.regex.find_from_ucs2(&units, 0).next().is_some()
+        }
     }
 }
 
@@ -74,7 +84,7 @@ pub(crate) fn shared(source: &str) -> Result<Arc<Regex>, String> {
 
 /// Whether `new RegExp(source, "u")` succeeds (the `regex` format).
 pub(crate) fn is_valid_unicode(source: &str) -> bool {
-    parse::parse(&to_units(source, true), true).is_ok()
+    Regex::new(source, true).is_ok()
 }
 
 #[cfg(test)]
@@ -132,5 +142,28 @@ mod tests {
         );
         assert!(!is_valid_unicode("\\-"));
         assert!(is_valid_unicode("[\\-]"));
+    }
+
+    #[test]
+    fn what_node_22_rejects_and_regress_accepts_is_rejected() {
+        assert_eq!(
+            shared("(?i:a)").unwrap_err(),
+            "Invalid regular expression: /(?i:a)/: Invalid group"
+        );
+        assert!(!is_valid_unicode("(?i:a)"));
+    }
+
+    #[test]
+    fn properties_match_with_unicode_tables() {
+        assert!(t("^\\p{Script=Greek}+$", "αβγ"));
+        assert!(!t("^\\p{Script=Greek}+$", "abc"));
+        assert!(t("^\\p{Lu}$", "Ж"));
+        assert!(!t("^\\p{Lu}$", "ǅ"));
+        // An unknown script fails with `u`, so the pattern falls back to no flag: `\p` is `p`.
+        assert!(!is_valid_unicode("\\p{Script=Nope}"));
+        assert!(t("^\\p{Script=Nope}$", "p{Script=Nope}"));
+        // Without `u`, an astral character is two units.
+        assert!(!t("^..$", "😀"));
+        assert!(Regex::new("^..$", false).unwrap().test("😀"));
     }
 }

@@ -121,6 +121,12 @@ mod tests {
                 ));
             }
         }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(
+            failures.is_empty(),
+            "{} of {} differ\n{}",
+            failures.len(),
+            text.lines().count(),
+            failures.join("\n")
+        );
     }
 }

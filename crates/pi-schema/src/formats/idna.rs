@@ -1,6 +1,6 @@
 //! `hostname` and `idn-hostname`: RFC 1123 labels, punycode A-labels decoded and checked as
 //! U-labels (RFC 5891/5892 contextual rules, the RFC 5893 bidi rule), with the approximate
-//! Unicode categories of the regex engine.
+//! Unicode categories of `regex::unicode`.
 
 use crate::regex::unicode;
 use pi_js::utf16_len;

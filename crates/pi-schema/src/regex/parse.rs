@@ -1,98 +1,9 @@
-//! The ECMAScript pattern grammar, with the `u` flag (strict) or without it (Annex B), and V8's
-//! `SyntaxError` messages. Sources are code points with `u`, UTF-16 units without.
+//! The ECMAScript pattern grammar, with the `u` flag (strict) or without it (Annex B), checked
+//! the way V8 checks it, for V8's `SyntaxError` messages and for the patterns V8 rejects that
+//! `regress` accepts (pattern modifiers such as `(?i:…)`, which Node 22 does not have). Sources
+//! are code points with `u`, UTF-16 units without. Matching is `regress`'s.
 
-use super::unicode::Property;
-
-/// A parsed pattern.
-#[derive(Debug, Clone)]
-pub(crate) enum Node {
-    Empty,
-    Unit(u32),
-    Set(Set),
-    Start,
-    End,
-    WordBoundary {
-        negate: bool,
-    },
-    /// A group; `index` is the capture number (from 1) of a capturing one.
-    Group {
-        index: Option<usize>,
-        node: Box<Node>,
-    },
-    Look {
-        behind: bool,
-        negate: bool,
-        node: Box<Node>,
-    },
-    BackRef(usize),
-    /// `\k<name>` until the names are known (a reference may precede its group).
-    NamedRef(Vec<u32>),
-    Concat(Vec<Node>),
-    Alt(Vec<Node>),
-    Repeat {
-        node: Box<Node>,
-        min: u32,
-        max: Option<u32>,
-        greedy: bool,
-        /// The captures inside the repeated atom, reset at each iteration.
-        captures: (usize, usize),
-    },
-}
-
-/// A character class: units or code points in ranges and class escapes, possibly negated.
-#[derive(Debug, Clone)]
-pub(crate) struct Set {
-    pub negate: bool,
-    pub items: Vec<Item>,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Item {
-    Range(u32, u32),
-    Digit(bool),
-    Word(bool),
-    Space(bool),
-    Property(Property, bool),
-}
-
-impl Set {
-    pub(crate) fn contains(&self, c: u32) -> bool {
-        self.items.iter().any(|item| item.contains(c)) != self.negate
-    }
-
-    fn dot() -> Set {
-        Set {
-            negate: true,
-            items: vec![
-                Item::Range(0x0a, 0x0a),
-                Item::Range(0x0d, 0x0d),
-                Item::Range(0x2028, 0x2029),
-            ],
-        }
-    }
-}
-
-impl Item {
-    fn contains(&self, c: u32) -> bool {
-        match *self {
-            Item::Range(lo, hi) => lo <= c && c <= hi,
-            Item::Digit(neg) => (0x30..=0x39).contains(&c) != neg,
-            Item::Word(neg) => is_word(c) != neg,
-            Item::Space(neg) => is_space(c) != neg,
-            Item::Property(p, neg) => p.contains(c) != neg,
-        }
-    }
-}
-
-/// `\w`: ASCII letters, digits and `_` (no `i` flag).
-pub(crate) fn is_word(c: u32) -> bool {
-    matches!(c, 0x30..=0x39 | 0x41..=0x5a | 0x61..=0x7a | 0x5f)
-}
-
-/// `\s`: WhiteSpace and LineTerminator.
-fn is_space(c: u32) -> bool {
-    char::from_u32(c).is_some_and(pi_js::is_whitespace)
-}
+use super::unicode;
 
 type Fail = &'static str;
 
@@ -104,13 +15,12 @@ struct Parser<'a> {
     total_groups: usize,
     /// Whether the pattern has a named group (then `\k` is a reference even without `u`).
     has_named: bool,
-    next_group: usize,
-    names: Vec<(Vec<u32>, usize)>,
+    names: Vec<Vec<u32>>,
     references: Vec<Vec<u32>>,
 }
 
-/// Parses `src`: the pattern and its number of capturing groups.
-pub(crate) fn parse(src: &[u32], unicode: bool) -> Result<(Node, usize), Fail> {
+/// Checks `src`: `Err` with V8's message when `new RegExp` would throw.
+pub(crate) fn check(src: &[u32], unicode: bool) -> Result<(), Fail> {
     let (total_groups, has_named) = scan_groups(src);
     let mut p = Parser {
         src,
@@ -118,21 +28,19 @@ pub(crate) fn parse(src: &[u32], unicode: bool) -> Result<(Node, usize), Fail> {
         unicode,
         total_groups,
         has_named,
-        next_group: 1,
         names: Vec::new(),
         references: Vec::new(),
     };
-    let mut node = p.disjunction()?;
+    p.disjunction()?;
     if p.i < src.len() {
         return Err("Unmatched ')'");
     }
     for name in &p.references {
-        if !p.names.iter().any(|(n, _)| n == name) {
+        if !p.names.contains(name) {
             return Err("Invalid named capture referenced");
         }
     }
-    resolve_names(&mut node, &p.names);
-    Ok((node, p.next_group - 1))
+    Ok(())
 }
 
 /// Counts capturing groups ahead of parsing, skipping escapes and classes.
@@ -197,7 +105,7 @@ fn is_digit(c: u32) -> bool {
 /// A class atom: one character, or a class escape that stands for a set.
 enum ClassAtom {
     Unit(u32),
-    Items(Vec<Item>),
+    Set,
 }
 
 /// What may follow an atom.
@@ -226,59 +134,44 @@ impl Parser<'_> {
         }
     }
 
-    fn disjunction(&mut self) -> Result<Node, Fail> {
-        let mut alts = vec![self.alternative()?];
+    fn disjunction(&mut self) -> Result<(), Fail> {
+        self.alternative()?;
         while self.eat(0x7c) {
-            alts.push(self.alternative()?);
+            self.alternative()?;
         }
-        Ok(if alts.len() == 1 {
-            alts.pop().unwrap_or(Node::Empty)
-        } else {
-            Node::Alt(alts)
-        })
+        Ok(())
     }
 
-    fn alternative(&mut self) -> Result<Node, Fail> {
-        let mut terms = Vec::new();
+    fn alternative(&mut self) -> Result<(), Fail> {
         while let Some(c) = self.peek() {
             if c == 0x7c || c == 0x29 {
                 break;
             }
-            if let Some(term) = self.term()? {
-                terms.push(term);
-            }
+            self.term()?;
         }
-        Ok(match terms.len() {
-            0 => Node::Empty,
-            1 => terms.pop().unwrap_or(Node::Empty),
-            _ => Node::Concat(terms),
-        })
+        Ok(())
     }
 
-    /// One term; `None` when a character was consumed without producing one (never, today).
-    fn term(&mut self) -> Result<Option<Node>, Fail> {
+    /// One term, with its quantifier.
+    fn term(&mut self) -> Result<(), Fail> {
         let Some(c) = self.peek() else {
-            return Ok(None);
+            return Ok(());
         };
-        let first_group = self.next_group;
-        let (atom, quantifiable) = match c {
-            0x5e => {
+        let quantifiable = match c {
+            // Assertions: `^`, `$`, `\b`, `\B`.
+            0x5e | 0x24 => {
                 self.i += 1;
-                return Ok(Some(Node::Start));
-            }
-            0x24 => {
-                self.i += 1;
-                return Ok(Some(Node::End));
+                return Ok(());
             }
             0x5c if matches!(self.peek_at(1), Some(0x62) | Some(0x42)) => {
-                let negate = self.peek_at(1) == Some(0x42);
                 self.i += 2;
-                return Ok(Some(Node::WordBoundary { negate }));
+                return Ok(());
             }
             0x28 => self.group()?,
             0x5b => {
                 self.i += 1;
-                (Node::Set(self.class()?), Quantifiable::Yes)
+                self.class()?;
+                Quantifiable::Yes
             }
             0x2a | 0x2b | 0x3f => return Err("Nothing to repeat"),
             0x7b => {
@@ -289,47 +182,38 @@ impl Parser<'_> {
                     return Err("Lone quantifier brackets");
                 }
                 self.i += 1;
-                (Node::Unit(c), Quantifiable::Yes)
+                Quantifiable::Yes
             }
             0x7d | 0x5d => {
                 if self.unicode {
                     return Err("Lone quantifier brackets");
                 }
                 self.i += 1;
-                (Node::Unit(c), Quantifiable::Yes)
-            }
-            0x2e => {
-                self.i += 1;
-                (Node::Set(Set::dot()), Quantifiable::Yes)
+                Quantifiable::Yes
             }
             0x5c => {
                 self.i += 1;
-                (self.atom_escape()?, Quantifiable::Yes)
+                self.atom_escape()?;
+                Quantifiable::Yes
             }
             _ => {
                 self.i += 1;
-                (Node::Unit(c), Quantifiable::Yes)
+                Quantifiable::Yes
             }
         };
         let Some((min, max)) = self.quantifier()? else {
-            return Ok(Some(atom));
+            return Ok(());
         };
         if quantifiable == Quantifiable::Invalid {
             return Err("Invalid quantifier");
         }
-        let greedy = !self.eat(0x3f);
+        self.eat(0x3f);
         if let Some(max) = max
             && min > max
         {
             return Err("numbers out of order in {} quantifier");
         }
-        Ok(Some(Node::Repeat {
-            node: Box::new(atom),
-            min,
-            max,
-            greedy,
-            captures: (first_group, self.next_group),
-        }))
+        Ok(())
     }
 
     /// A quantifier after an atom, if one follows.
@@ -388,64 +272,38 @@ impl Parser<'_> {
         (self.src.get(i) == Some(&0x7d)).then_some((min, max.filter(|&m| m != u32::MAX), i + 1))
     }
 
-    fn group(&mut self) -> Result<(Node, Quantifiable), Fail> {
+    fn group(&mut self) -> Result<Quantifiable, Fail> {
         self.i += 1;
-        let mut index = None;
         let mut look = None;
         if self.eat(0x3f) {
             match (self.peek(), self.peek_at(1)) {
                 (Some(0x3a), _) => self.i += 1,
                 (Some(0x3d), _) | (Some(0x21), _) => {
-                    look = Some((false, self.peek() == Some(0x21)));
+                    look = Some(false);
                     self.i += 1;
                 }
                 (Some(0x3c), Some(0x3d)) | (Some(0x3c), Some(0x21)) => {
-                    look = Some((true, self.peek_at(1) == Some(0x21)));
+                    look = Some(true);
                     self.i += 2;
                 }
                 (Some(0x3c), _) => {
                     self.i += 1;
                     let name = self.group_name().ok_or("Invalid capture group name")?;
-                    if self.names.iter().any(|(n, _)| *n == name) {
+                    if self.names.contains(&name) {
                         return Err("Duplicate capture group name");
                     }
-                    index = Some(self.next_group);
-                    self.names.push((name, self.next_group));
-                    self.next_group += 1;
+                    self.names.push(name);
                 }
                 _ => return Err("Invalid group"),
             }
-        } else {
-            index = Some(self.next_group);
-            self.next_group += 1;
         }
-        let node = self.disjunction()?;
+        self.disjunction()?;
         if !self.eat(0x29) {
             return Err("Unterminated group");
         }
         Ok(match look {
-            Some((behind, negate)) => {
-                let quantifiable = if behind || self.unicode {
-                    Quantifiable::Invalid
-                } else {
-                    Quantifiable::Yes
-                };
-                (
-                    Node::Look {
-                        behind,
-                        negate,
-                        node: Box::new(node),
-                    },
-                    quantifiable,
-                )
-            }
-            None => (
-                Node::Group {
-                    index,
-                    node: Box::new(node),
-                },
-                Quantifiable::Yes,
-            ),
+            Some(behind) if behind || self.unicode => Quantifiable::Invalid,
+            _ => Quantifiable::Yes,
         })
     }
 
@@ -472,9 +330,9 @@ impl Parser<'_> {
             }
             let ch = char::from_u32(c)?;
             let ok = if name.is_empty() {
-                super::unicode::is_id_start(ch)
+                unicode::is_id_start(ch)
             } else {
-                super::unicode::is_id_continue(ch)
+                unicode::is_id_continue(ch)
             };
             if !ok {
                 return None;
@@ -610,20 +468,14 @@ impl Parser<'_> {
         }
     }
 
-    fn class_escape_set(c: u32) -> Option<Item> {
-        match c {
-            0x64 => Some(Item::Digit(false)),
-            0x44 => Some(Item::Digit(true)),
-            0x77 => Some(Item::Word(false)),
-            0x57 => Some(Item::Word(true)),
-            0x73 => Some(Item::Space(false)),
-            0x53 => Some(Item::Space(true)),
-            _ => None,
-        }
+    /// `\d`, `\D`, `\w`, `\W`, `\s`, `\S`.
+    fn is_class_escape(c: u32) -> bool {
+        matches!(c, 0x64 | 0x44 | 0x77 | 0x57 | 0x73 | 0x53)
     }
 
-    /// After `\p` or `\P` (with `u`): `{name}` or `{name=value}`.
-    fn property(&mut self, negate: bool) -> Result<Item, Fail> {
+    /// After `\p` or `\P` (with `u`): `{name}` or `{name=value}`. The value of a `Script` is
+    /// left to `regress`, which knows every script.
+    fn property(&mut self) -> Result<(), Fail> {
         if !self.eat(0x7b) {
             return Err("Invalid property name");
         }
@@ -642,20 +494,19 @@ impl Parser<'_> {
             .filter_map(|&c| char::from_u32(c))
             .collect();
         self.i += 1;
-        let property = Property::parse(&text).ok_or("Invalid property name")?;
-        Ok(Item::Property(property, negate))
+        if !unicode::is_property(&text) {
+            return Err("Invalid property name");
+        }
+        Ok(())
     }
 
-    fn atom_escape(&mut self) -> Result<Node, Fail> {
+    fn atom_escape(&mut self) -> Result<(), Fail> {
         let Some(c) = self.peek() else {
             return Err("\\ at end of pattern");
         };
-        if let Some(item) = Self::class_escape_set(c) {
+        if Self::is_class_escape(c) {
             self.i += 1;
-            return Ok(Node::Set(Set {
-                negate: false,
-                items: vec![item],
-            }));
+            return Ok(());
         }
         match c {
             0x31..=0x39 => {
@@ -666,7 +517,7 @@ impl Parser<'_> {
                     self.i += 1;
                 }
                 if n <= self.total_groups {
-                    return Ok(Node::BackRef(n));
+                    return Ok(());
                 }
                 if self.unicode {
                     return Err("Invalid escape");
@@ -674,27 +525,25 @@ impl Parser<'_> {
                 self.i = start;
                 if c >= 0x38 {
                     self.i += 1;
-                    return Ok(Node::Unit(c));
+                    return Ok(());
                 }
-                Ok(Node::Unit(self.octal()))
+                self.octal();
+                Ok(())
             }
             0x30 => {
                 if self.peek_at(1).is_some_and(is_digit) {
                     if self.unicode {
                         return Err("Invalid decimal escape");
                     }
-                    return Ok(Node::Unit(self.octal()));
+                    self.octal();
+                    return Ok(());
                 }
                 self.i += 1;
-                Ok(Node::Unit(0))
+                Ok(())
             }
             0x70 | 0x50 if self.unicode => {
                 self.i += 1;
-                let item = self.property(c == 0x50)?;
-                Ok(Node::Set(Set {
-                    negate: false,
-                    items: vec![item],
-                }))
+                self.property()
             }
             0x6b if self.unicode || self.has_named => {
                 self.i += 1;
@@ -702,36 +551,35 @@ impl Parser<'_> {
                     return Err("Invalid named reference");
                 }
                 let name = self.group_name().ok_or("Invalid named reference")?;
-                self.references.push(name.clone());
-                Ok(Node::NamedRef(name))
+                self.references.push(name);
+                Ok(())
             }
             0x63 => {
-                if let Some(l) = self.peek_at(1).filter(|&l| is_ascii_letter(l)) {
+                if self.peek_at(1).is_some_and(is_ascii_letter) {
                     self.i += 2;
-                    return Ok(Node::Unit(l % 32));
+                    return Ok(());
                 }
                 if self.unicode {
                     return Err("Invalid Unicode escape");
                 }
                 // `\c` without a letter is a backslash; the `c` is read next.
-                Ok(Node::Unit(0x5c))
+                Ok(())
             }
             _ => {
-                if let Some(v) = self.character_escape(c)? {
-                    return Ok(Node::Unit(v));
+                if self.character_escape(c)?.is_some() {
+                    return Ok(());
                 }
                 if self.unicode && !(is_syntax_char(c) || c == 0x2f) {
                     return Err("Invalid escape");
                 }
                 self.i += 1;
-                Ok(Node::Unit(c))
+                Ok(())
             }
         }
     }
 
-    fn class(&mut self) -> Result<Set, Fail> {
-        let negate = self.eat(0x5e);
-        let mut items = Vec::new();
+    fn class(&mut self) -> Result<(), Fail> {
+        self.eat(0x5e);
         loop {
             let Some(c) = self.peek() else {
                 return Err("Unterminated character class");
@@ -748,26 +596,17 @@ impl Parser<'_> {
                 }
                 let b = self.class_atom()?;
                 match (a, b) {
-                    (ClassAtom::Unit(lo), ClassAtom::Unit(hi)) => {
-                        if lo > hi {
-                            return Err("Range out of order in character class");
-                        }
-                        items.push(Item::Range(lo, hi));
+                    (ClassAtom::Unit(lo), ClassAtom::Unit(hi)) if lo > hi => {
+                        return Err("Range out of order in character class");
                     }
-                    (a, b) => {
-                        if self.unicode {
-                            return Err("Invalid character class");
-                        }
-                        push_atom(&mut items, a);
-                        items.push(Item::Range(0x2d, 0x2d));
-                        push_atom(&mut items, b);
-                    }
+                    (ClassAtom::Unit(_), ClassAtom::Unit(_)) => {}
+                    // A set at either end makes the `-` a character (an error with `u`).
+                    _ if self.unicode => return Err("Invalid character class"),
+                    _ => {}
                 }
-            } else {
-                push_atom(&mut items, a);
             }
         }
-        Ok(Set { negate, items })
+        Ok(())
     }
 
     fn class_atom(&mut self) -> Result<ClassAtom, Fail> {
@@ -781,9 +620,9 @@ impl Parser<'_> {
         let Some(e) = self.peek() else {
             return Err("\\ at end of pattern");
         };
-        if let Some(item) = Self::class_escape_set(e) {
+        if Self::is_class_escape(e) {
             self.i += 1;
-            return Ok(ClassAtom::Items(vec![item]));
+            return Ok(ClassAtom::Set);
         }
         match e {
             0x62 => {
@@ -796,7 +635,8 @@ impl Parser<'_> {
             }
             0x70 | 0x50 if self.unicode => {
                 self.i += 1;
-                Ok(ClassAtom::Items(vec![self.property(e == 0x50)?]))
+                self.property()?;
+                Ok(ClassAtom::Set)
             }
             0x30..=0x39 => {
                 if self.unicode {
@@ -838,37 +678,5 @@ impl Parser<'_> {
                 Ok(ClassAtom::Unit(e))
             }
         }
-    }
-}
-
-fn push_atom(items: &mut Vec<Item>, atom: ClassAtom) {
-    match atom {
-        ClassAtom::Unit(c) => items.push(Item::Range(c, c)),
-        ClassAtom::Items(more) => items.extend(more),
-    }
-}
-
-/// Replaces each `\k<name>` by a backreference to the group of that name.
-fn resolve_names(node: &mut Node, names: &[(Vec<u32>, usize)]) {
-    match node {
-        Node::NamedRef(name) => {
-            let index = names.iter().find(|(n, _)| n == name).map_or(0, |(_, i)| *i);
-            *node = Node::BackRef(index);
-        }
-        Node::Group { node, .. } | Node::Look { node, .. } | Node::Repeat { node, .. } => {
-            resolve_names(node, names);
-        }
-        Node::Concat(nodes) | Node::Alt(nodes) => {
-            for n in nodes {
-                resolve_names(n, names);
-            }
-        }
-        Node::Empty
-        | Node::Unit(_)
-        | Node::Set(_)
-        | Node::Start
-        | Node::End
-        | Node::WordBoundary { .. }
-        | Node::BackRef(_) => {}
     }
 }

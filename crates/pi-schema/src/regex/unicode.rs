@@ -1,7 +1,8 @@
-//! `\p{…}` property escapes. Every name ECMAScript accepts is accepted (so the `regex` format and
-//! the `u`-flag fallback decide like V8), but without Unicode's tables the values are computed
-//! from what `char` knows: exact for ASCII and Latin-1 and for the properties `char` implements
-//! (Alphabetic, White_Space, Lowercase, Uppercase, Number, Control), approximate beyond.
+//! Unicode facts the checker and the formats need without Unicode's tables: which `\p{…}` names
+//! ECMAScript accepts (so the `regex` format and the `u`-flag fallback decide like V8), and
+//! general categories and scripts for group names and the `idn-hostname` format, computed from
+//! what `char` knows: exact for ASCII and Latin-1, approximate beyond. Regex matching, `\p{…}`
+//! included, is `regress`'s, with its own exact tables.
 
 use pi_js::is_whitespace as is_js_space;
 
@@ -248,58 +249,23 @@ const SCRIPTS: &[Script] = &[
     ),
 ];
 
-/// A `\p{…}` property.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Property {
-    Gc(u32),
-    Binary(&'static str),
-    Script(Option<&'static [(u32, u32)]>),
-}
-
-impl Property {
-    /// The property a `\p{…}` body names, `None` when ECMAScript rejects the name.
-    pub(crate) fn parse(text: &str) -> Option<Property> {
-        if let Some((name, value)) = text.split_once('=') {
-            return match name {
-                "General_Category" | "gc" => gc_value(value).map(Property::Gc),
-                "Script" | "sc" | "Script_Extensions" | "scx" => {
-                    if value.is_empty()
-                        || !value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    {
-                        return None;
-                    }
-                    Some(Property::Script(
-                        SCRIPTS
-                            .iter()
-                            .find(|(long, short, _)| *long == value || *short == value)
-                            .map(|(_, _, ranges)| *ranges),
-                    ))
-                }
-                _ => None,
-            };
-        }
-        if let Some(mask) = gc_value(text) {
-            return Some(Property::Gc(mask));
-        }
-        BINARY
-            .iter()
-            .find(|(long, short)| *long == text || *short == text)
-            .map(|(long, _)| Property::Binary(long))
-    }
-
-    pub(crate) fn contains(self, c: u32) -> bool {
-        let Some(ch) = char::from_u32(c) else {
-            // A lone surrogate (only without `u`, where `\p` is not a property).
-            return matches!(self, Property::Gc(mask) if mask & bit(Gc::Cs) != 0);
-        };
-        match self {
-            Property::Gc(mask) => mask & bit(general_category(ch)) != 0,
-            Property::Script(ranges) => {
-                ranges.is_some_and(|r| r.iter().any(|&(lo, hi)| lo <= c && c <= hi))
+/// Whether ECMAScript accepts `text` as the body of a `\p{…}` escape: a General_Category value,
+/// a binary property, or `Script`/`Script_Extensions` with a value (which `regress` checks
+/// against the real list of scripts).
+pub(crate) fn is_property(text: &str) -> bool {
+    if let Some((name, value)) = text.split_once('=') {
+        return match name {
+            "General_Category" | "gc" => gc_value(value).is_some(),
+            "Script" | "sc" | "Script_Extensions" | "scx" => {
+                !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             }
-            Property::Binary(name) => binary(name, ch),
-        }
+            _ => false,
+        };
     }
+    gc_value(text).is_some()
+        || BINARY
+            .iter()
+            .any(|(long, short)| *long == text || *short == text)
 }
 
 fn gc_value(value: &str) -> Option<u32> {
@@ -313,238 +279,6 @@ fn gc_value(value: &str) -> Option<u32> {
                 .find(|(name, _)| *name == value)
                 .map(|(_, mask)| *mask)
         })
-}
-
-fn binary(name: &str, ch: char) -> bool {
-    let c = u32::from(ch);
-    match name {
-        "ASCII" => c < 0x80,
-        "ASCII_Hex_Digit" => ch.is_ascii_hexdigit(),
-        "Alphabetic" => ch.is_alphabetic(),
-        "Any" => true,
-        "Assigned" => general_category(ch) != Gc::Cn,
-        "Bidi_Control" => matches!(c, 0x61c | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069),
-        "Cased" | "Changes_When_Casemapped" => ch.is_lowercase() || ch.is_uppercase(),
-        "Changes_When_Lowercased" => ch.to_lowercase().ne(std::iter::once(ch)),
-        "Changes_When_Uppercased" | "Changes_When_Titlecased" => {
-            ch.to_uppercase().ne(std::iter::once(ch))
-        }
-        "Changes_When_Casefolded" => ch.to_lowercase().ne(std::iter::once(ch)),
-        "Dash" => matches!(
-            c,
-            0x2d | 0x58a | 0x5be | 0x2010..=0x2015 | 0x2212 | 0xfe58 | 0xfe63 | 0xff0d
-        ),
-        "Emoji" | "Extended_Pictographic" => {
-            is_pictographic(c)
-                || (name == "Emoji" && matches!(c, 0x23 | 0x2a | 0x30..=0x39 | 0xa9 | 0xae))
-        }
-        "Emoji_Presentation" => {
-            matches!(c, 0x1f300..=0x1f64f | 0x1f680..=0x1f6ff | 0x1f900..=0x1f9ff)
-        }
-        "Emoji_Modifier" => matches!(c, 0x1f3fb..=0x1f3ff),
-        "Emoji_Component" => {
-            matches!(c, 0x23 | 0x2a | 0x30..=0x39 | 0x200d | 0x20e3 | 0xfe0f | 0x1f1e6..=0x1f1ff | 0x1f3fb..=0x1f3ff | 0xe0020..=0xe007f)
-        }
-        "Hex_Digit" => {
-            ch.is_ascii_hexdigit()
-                || matches!(c, 0xff10..=0xff19 | 0xff21..=0xff26 | 0xff41..=0xff46)
-        }
-        "ID_Start" | "XID_Start" => ch != '$' && ch != '_' && is_id_start(ch),
-        "ID_Continue" | "XID_Continue" => {
-            ch != '$' && ch != '\u{200c}' && ch != '\u{200d}' && is_id_continue(ch)
-        }
-        "Ideographic" | "Unified_Ideograph" => {
-            matches!(c, 0x3006 | 0x3007 | 0x3021..=0x3029 | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xf900..=0xfaff | 0x20000..=0x3134f)
-        }
-        "Join_Control" => matches!(c, 0x200c | 0x200d),
-        "Lowercase" => ch.is_lowercase(),
-        "Uppercase" => ch.is_uppercase(),
-        "Math" => general_category(ch) == Gc::Sm || matches!(c, 0x5e),
-        "Noncharacter_Code_Point" => matches!(c, 0xfdd0..=0xfdef) || c & 0xfffe == 0xfffe,
-        "Pattern_White_Space" => matches!(
-            c,
-            0x09..=0x0d | 0x20 | 0x85 | 0x200e | 0x200f | 0x2028 | 0x2029
-        ),
-        "Pattern_Syntax" => {
-            (c < 0x80
-                && (general_category(ch) as u32 >= Gc::Pc as u32)
-                && !ch.is_ascii_alphanumeric()
-                && c != 0x5f
-                && c > 0x20)
-                || matches!(c, 0x2010..=0x2027 | 0x2030..=0x205e | 0x2190..=0x2bff | 0x3001..=0x3003 | 0x3008..=0x3020)
-        }
-        "Quotation_Mark" => {
-            matches!(c, 0x22 | 0x27 | 0xab | 0xbb | 0x2018..=0x201f | 0x2039 | 0x203a | 0x300c..=0x300f | 0x301d..=0x301f | 0xff02 | 0xff07 | 0xff62 | 0xff63)
-        }
-        "Regional_Indicator" => matches!(c, 0x1f1e6..=0x1f1ff),
-        "Sentence_Terminal" => matches!(
-            c,
-            0x21 | 0x2e | 0x3f | 0x589 | 0x61f | 0x6d4 | 0x3002 | 0xff01 | 0xff0e | 0xff1f
-        ),
-        "Terminal_Punctuation" => matches!(
-            c,
-            0x21 | 0x2c
-                | 0x2e
-                | 0x3a
-                | 0x3b
-                | 0x3f
-                | 0x37e
-                | 0x387
-                | 0x589
-                | 0x60c
-                | 0x61b
-                | 0x61f
-                | 0x6d4
-                | 0x3001
-                | 0x3002
-                | 0xff01
-                | 0xff0c
-                | 0xff0e
-                | 0xff1a
-                | 0xff1b
-                | 0xff1f
-        ),
-        "Variation_Selector" => {
-            matches!(c, 0x180b..=0x180d | 0x180f | 0xfe00..=0xfe0f | 0xe0100..=0xe01ef)
-        }
-        "White_Space" => ch.is_whitespace(),
-        "Default_Ignorable_Code_Point" => {
-            matches!(c, 0xad | 0x34f | 0x61c | 0x115f | 0x1160 | 0x17b4 | 0x17b5 | 0x180b..=0x180f | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x206f | 0x3164 | 0xfe00..=0xfe0f | 0xfeff | 0xffa0 | 0xfff0..=0xfff8 | 0x1bca0..=0x1bca3 | 0x1d173..=0x1d17a | 0xe0000..=0xe0fff)
-        }
-        "Grapheme_Extend" => {
-            general_category(ch) == Gc::Mn || general_category(ch) == Gc::Me || matches!(c, 0x200c)
-        }
-        "Grapheme_Base" => !matches!(
-            general_category(ch),
-            Gc::Cc | Gc::Cf | Gc::Cs | Gc::Co | Gc::Cn | Gc::Zl | Gc::Zp | Gc::Mn | Gc::Me
-        ),
-        "Case_Ignorable" => {
-            matches!(
-                general_category(ch),
-                Gc::Mn | Gc::Me | Gc::Cf | Gc::Lm | Gc::Sk
-            ) || matches!(
-                c,
-                0x27 | 0x2e | 0x3a | 0x5e | 0x60 | 0xa8 | 0xad | 0xaf | 0xb4 | 0xb7 | 0xb8 | 0x2019
-            )
-        }
-        "Diacritic" => {
-            matches!(c, 0x5e | 0x60 | 0xa8 | 0xaf | 0xb4 | 0xb7 | 0xb8 | 0x2b0..=0x34e | 0x350..=0x357 | 0x35d..=0x362)
-        }
-        "Extender" => {
-            matches!(c, 0xb7 | 0x2d0 | 0x2d1 | 0x640 | 0x7fa | 0xe46 | 0xec6 | 0x3005 | 0x3031..=0x3035 | 0x309d | 0x309e | 0x30fc..=0x30fe | 0xff70)
-        }
-        "Soft_Dotted" => matches!(
-            c,
-            0x69 | 0x6a
-                | 0x12f
-                | 0x249
-                | 0x268
-                | 0x29d
-                | 0x2b2
-                | 0x3f3
-                | 0x456
-                | 0x458
-                | 0x1d62
-                | 0x1d96
-                | 0x1da4
-                | 0x1da8
-                | 0x1e2d
-                | 0x1ecb
-                | 0x2071
-                | 0x2148
-                | 0x2149
-                | 0x2c7c
-        ),
-        "Radical" => matches!(c, 0x2e80..=0x2e99 | 0x2e9b..=0x2ef3 | 0x2f00..=0x2fd5),
-        "IDS_Binary_Operator" => matches!(c, 0x2ff0 | 0x2ff1 | 0x2ff4..=0x2ffb),
-        "IDS_Trinary_Operator" => matches!(c, 0x2ff2 | 0x2ff3),
-        "Logical_Order_Exception" => {
-            matches!(c, 0xe40..=0xe44 | 0xec0..=0xec4 | 0x19b5..=0x19b7 | 0x19ba | 0xaab5 | 0xaab6 | 0xaab9 | 0xaabb | 0xaabc)
-        }
-        "Deprecated" => matches!(
-            c,
-            0x149 | 0x673 | 0xf77 | 0xf79 | 0x17a3 | 0x17a4 | 0x206a
-                ..=0x206f | 0x2329 | 0x232a | 0xe0001
-        ),
-        "Bidi_Mirrored" => {
-            matches!(c, 0x28 | 0x29 | 0x3c | 0x3e | 0x5b | 0x5d | 0x7b | 0x7d | 0xab | 0xbb | 0x2039 | 0x203a | 0x2045 | 0x2046 | 0x207d | 0x207e | 0x208d | 0x208e | 0x2208..=0x220d | 0x3008..=0x3011 | 0x3014..=0x301b)
-        }
-        "Emoji_Modifier_Base" => {
-            matches!(c, 0x261d | 0x26f9 | 0x270a..=0x270d | 0x1f385 | 0x1f3c2..=0x1f3cc | 0x1f442..=0x1f4aa | 0x1f574..=0x1f57a | 0x1f590..=0x1f596 | 0x1f645..=0x1f64f | 0x1f6a3..=0x1f6cc | 0x1f90c..=0x1f9dd)
-        }
-        "Changes_When_NFKC_Casefolded" => {
-            ch.is_uppercase()
-                || matches!(c, 0xa0 | 0xa8 | 0xaa | 0xad | 0xaf | 0xb2..=0xb5 | 0xb8..=0xba | 0xbc..=0xbe | 0xff01..=0xff5e)
-        }
-        _ => false,
-    }
-}
-
-fn is_pictographic(c: u32) -> bool {
-    matches!(
-        c,
-        0xa9 | 0xae
-            | 0x203c
-            | 0x2049
-            | 0x2122
-            | 0x2139
-            | 0x2194..=0x2199
-            | 0x21a9
-            | 0x21aa
-            | 0x231a
-            | 0x231b
-            | 0x2328
-            | 0x23cf
-            | 0x23e9..=0x23f3
-            | 0x23f8..=0x23fa
-            | 0x24c2
-            | 0x25aa
-            | 0x25ab
-            | 0x25b6
-            | 0x25c0
-            | 0x25fb..=0x25fe
-            | 0x2600..=0x27bf
-            | 0x2934
-            | 0x2935
-            | 0x2b05..=0x2b07
-            | 0x2b1b
-            | 0x2b1c
-            | 0x2b50
-            | 0x2b55
-            | 0x3030
-            | 0x303d
-            | 0x3297
-            | 0x3299
-            | 0x1f000..=0x1f0ff
-            | 0x1f10d..=0x1f10f
-            | 0x1f12f
-            | 0x1f16c..=0x1f171
-            | 0x1f17e
-            | 0x1f17f
-            | 0x1f18e
-            | 0x1f191..=0x1f19a
-            | 0x1f1ad..=0x1f1e5
-            | 0x1f201..=0x1f20f
-            | 0x1f21a
-            | 0x1f22f
-            | 0x1f232..=0x1f23a
-            | 0x1f23c..=0x1f23f
-            | 0x1f249..=0x1f3fa
-            | 0x1f400..=0x1f53d
-            | 0x1f546..=0x1f64f
-            | 0x1f680..=0x1f6ff
-            | 0x1f774..=0x1f77f
-            | 0x1f7d5..=0x1f7ff
-            | 0x1f80c..=0x1f80f
-            | 0x1f848..=0x1f84f
-            | 0x1f85a..=0x1f85f
-            | 0x1f888..=0x1f88f
-            | 0x1f8ae..=0x1f8ff
-            | 0x1f90c..=0x1f93a
-            | 0x1f93c..=0x1f945
-            | 0x1f947..=0x1faff
-            | 0x1fc00..=0x1fffd
-    )
 }
 
 /// The general category of ASCII characters, exact.
