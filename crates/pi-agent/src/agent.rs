@@ -5,7 +5,10 @@ use crate::queue::PendingQueue;
 use crate::tool::{AgentTool, ExecutionMode};
 use pi_ai::{AssistantStream, LlmContext, StreamOptions};
 use pi_protocol::QueueMode;
+use pi_protocol::content::ToolCall;
 use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
+use pi_protocol::tool::AgentToolResult;
+use serde_json::{Map, Value};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use std::future::Future;
@@ -44,8 +47,57 @@ pub struct TurnUpdate {
     pub thinking_level: Option<ThinkingLevel>,
 }
 
+/// What the `before_tool_call` hook decided.
+pub enum ToolCallGate {
+    /// Run the call with these arguments (possibly changed by the hook).
+    Run(Map<String, Value>),
+    /// Do not run it: the call fails with `reason` (Pi's default text when `None`), and with
+    /// `terminate` the run stops after this batch.
+    Block {
+        reason: Option<String>,
+        terminate: bool,
+    },
+}
+
 /// Points where the session runtime takes part in a run.
 pub trait RunHooks: Send + Sync {
+    /// Before a validated call runs (Pi's `beforeToolCall`: extensions' `tool_call`). `Err` is
+    /// the text of a call that failed in the hook.
+    fn before_tool_call<'a>(
+        &'a self,
+        _call: &'a ToolCall,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolCallGate, String>> {
+        Box::pin(async move { Ok(ToolCallGate::Run(args)) })
+    }
+
+    /// After a call ran (Pi's `afterToolCall`: extensions' `tool_result`): the result and its
+    /// error flag, possibly patched.
+    fn after_tool_call<'a>(
+        &'a self,
+        _call: &'a ToolCall,
+        _args: &'a Map<String, Value>,
+        result: AgentToolResult,
+        is_error: bool,
+    ) -> BoxFuture<'a, (AgentToolResult, bool)> {
+        Box::pin(async move { (result, is_error) })
+    }
+
+    /// The messages a request is built from, before conversion (Pi's `transformContext`:
+    /// extensions' `context`).
+    fn transform_context<'a>(
+        &'a self,
+        messages: Vec<Arc<AgentMessage>>,
+    ) -> BoxFuture<'a, Vec<Arc<AgentMessage>>> {
+        Box::pin(async move { messages })
+    }
+
+    /// A finished message before anyone sees its `message_end` (extensions' `message_end` may
+    /// replace it).
+    fn message_end<'a>(&'a self, message: Arc<AgentMessage>) -> BoxFuture<'a, Arc<AgentMessage>> {
+        Box::pin(async move { message })
+    }
+
     /// Called before every turn after the first (Pi's `prepareNextTurn`).
     fn prepare_next_turn<'a>(
         &'a self,
@@ -253,6 +305,22 @@ impl Agent {
     fn end_run(&self) {
         *lock(&self.active) = None;
         self.busy.send_replace(false);
+    }
+
+    /// Ends a message: the `message_end` hook may replace it (keeping its role), then
+    /// `message_end` is emitted. Returns the message as ended.
+    pub(crate) async fn end_message(&self, message: Arc<AgentMessage>) -> Arc<AgentMessage> {
+        let ended = self.config.hooks.message_end(Arc::clone(&message)).await;
+        let message = if ended.role() == message.role() {
+            ended
+        } else {
+            message
+        };
+        self.emit(AgentEvent::MessageEnd {
+            message: Arc::clone(&message),
+        })
+        .await;
+        message
     }
 
     /// Updates state for an event, then hands it to the listener (pi-agent-core's

@@ -12,8 +12,11 @@ mod tool_exec;
 pub mod transcript;
 
 pub use agent::{
+    ToolCallGate,
     Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm, RunHooks,
     StreamFn, TurnContext, TurnUpdate,
 };
 pub use event::AgentEvent;
-pub use tool::{AgentTool, ExecutionMode, ToolError, ToolFuture, ToolInvocation, ToolUpdateSink};
+pub use tool::{
+    AgentTool, ExecutionMode, PrepareFuture, ToolError, ToolFuture, ToolInvocation, ToolUpdateSink,
+};

@@ -74,14 +74,9 @@ async fn deliver(
                 message: message.clone(),
             })
             .await;
-        let shared = Arc::new(message.clone());
-        agent
-            .emit(AgentEvent::MessageEnd {
-                message: Arc::clone(&shared),
-            })
-            .await;
+        let shared = agent.end_message(Arc::new(message)).await;
+        new_messages.push((*shared).clone());
         st.context.push(shared);
-        new_messages.push(message);
     }
 }
 
@@ -194,7 +189,8 @@ async fn stream_assistant_response(
     st: &mut RunState,
     cancel: &CancellationToken,
 ) -> AssistantMessage {
-    let llm_messages = (agent.config.convert_to_llm)(&st.context);
+    let context = agent.config.hooks.transform_context(st.context.clone()).await;
+    let llm_messages = (agent.config.convert_to_llm)(&context);
     let api_key = agent.config.hooks.api_key(&st.model.provider).await;
     let options = StreamOptions {
         api_key,
@@ -245,12 +241,12 @@ async fn stream_assistant_response(
             })
             .await;
     }
-    let message = Arc::new(AgentMessage::Assistant(final_message.clone()));
-    agent
-        .emit(AgentEvent::MessageEnd {
-            message: Arc::clone(&message),
-        })
+    let message = agent
+        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
         .await;
+    if let AgentMessage::Assistant(a) = &*message {
+        final_message = a.clone();
+    }
     st.context.push(message);
     final_message
 }

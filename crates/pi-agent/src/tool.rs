@@ -45,6 +45,10 @@ pub struct ToolInvocation {
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<AgentToolResult, ToolError>> + Send>>;
 
+/// The outcome of [`AgentTool::prepare_arguments`]: the arguments to validate, or the error
+/// text of the call.
+pub type PrepareFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
+
 /// A tool the model can call.
 pub trait AgentTool: Send + Sync {
     /// Name, description and JSON Schema of the parameters, as sent to the model.
@@ -61,4 +65,10 @@ pub trait AgentTool: Send + Sync {
     /// Runs the call. A result with `is_error: Some(true)` is an error result that still carries
     /// the tool's own content and details (e.g. bash's non-zero exit).
     fn execute(&self, invocation: ToolInvocation) -> ToolFuture;
+
+    /// Rewrites the raw arguments before they are validated (Pi's `prepareArguments`, e.g. to
+    /// accept an older argument shape). `None` when the tool has no such step.
+    fn prepare_arguments(&self, _args: Value) -> Option<PrepareFuture> {
+        None
+    }
 }

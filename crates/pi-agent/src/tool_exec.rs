@@ -5,7 +5,7 @@
 //! sequential mode) and each `tool_execution_end` is emitted when its call finishes; the
 //! tool-result messages follow in call order once all are done.
 
-use crate::agent::Agent;
+use crate::agent::{Agent, ToolCallGate};
 use crate::event::AgentEvent;
 use crate::join::join_all;
 use crate::tool::{AgentTool, ExecutionMode, ToolInvocation, ToolUpdateSink};
@@ -108,19 +108,22 @@ fn result_message(f: Finalized) -> ToolResultMessage {
     }
 }
 
-async fn emit_result_message(agent: &Agent, message: &ToolResultMessage) {
+/// Emits the result message's start and end; returns the message as finally ended (an
+/// extension may have replaced it).
+async fn emit_result_message(agent: &Agent, message: ToolResultMessage) -> ToolResultMessage {
     let m = pi_protocol::message::AgentMessage::ToolResult(message.clone());
     agent
         .emit(AgentEvent::MessageStart { message: m.clone() })
         .await;
-    agent
-        .emit(AgentEvent::MessageEnd {
-            message: std::sync::Arc::new(m),
-        })
-        .await;
+    match &*agent.end_message(Arc::new(m)).await {
+        pi_protocol::message::AgentMessage::ToolResult(ended) => ended.clone(),
+        _ => message,
+    }
 }
 
-fn prepare(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> Prepared {
+/// Pi's `prepareToolCall`: abort check, lookup, the tool's own argument preparation, schema
+/// validation, then the `before_tool_call` hook.
+async fn prepare(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> Prepared {
     if cancel.is_cancelled() {
         return immediate(call, "Operation aborted");
     }
@@ -128,16 +131,55 @@ fn prepare(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> Prepar
     let Some(tool) = tool else {
         return immediate(call, format!("Tool {} not found", call.name));
     };
-    match validate_tool_arguments(
+    let prepared_call;
+    let call_to_validate = match tool.prepare_arguments(Value::Object(call.arguments.clone())) {
+        None => call,
+        Some(future) => match future.await {
+            Ok(Value::Object(arguments)) => {
+                prepared_call = ToolCall {
+                    arguments,
+                    ..call.clone()
+                };
+                &prepared_call
+            }
+            Ok(_) => return immediate(call, "Tool arguments must be an object"),
+            Err(e) => return immediate(call, e.0),
+        },
+    };
+    let args = match validate_tool_arguments(
         tool.declaration(),
-        &call.arguments,
-        call.arguments_error.as_deref(),
+        &call_to_validate.arguments,
+        call_to_validate.arguments_error.as_deref(),
     ) {
-        Ok(args) => Prepared::Ready {
+        Ok(args) => args,
+        Err(text) => return immediate(call, text),
+    };
+    let gate = agent.config.hooks.before_tool_call(call, args).await;
+    if cancel.is_cancelled() {
+        return immediate(call, "Operation aborted");
+    }
+    match gate {
+        Ok(ToolCallGate::Run(args)) => Prepared::Ready {
             call: call.clone(),
             tool,
             args,
         },
+        Ok(ToolCallGate::Block { reason, terminate }) => {
+            let mut result = error_result(
+                reason
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| "Tool execution was blocked".into()),
+            );
+            if terminate {
+                result.terminate = Some(true);
+            }
+            Prepared::Immediate(Finalized {
+                call: call.clone(),
+                result,
+                is_error: true,
+                duration_ms: None,
+            })
+        }
         Err(text) => immediate(call, text),
     }
 }
@@ -159,6 +201,7 @@ async fn execute(
         }
     });
     let started = Instant::now();
+    let args_for_hook = args.clone();
     let fut = tool.execute(ToolInvocation {
         tool_call_id: call.id.clone(),
         args,
@@ -186,6 +229,11 @@ async fn execute(
         }
         Err(e) => (error_result(e.0), true),
     };
+    let (result, is_error) = agent
+        .config
+        .hooks
+        .after_tool_call(&call, &args_for_hook, result, is_error)
+        .await;
     Finalized {
         call,
         result,
@@ -225,7 +273,7 @@ pub(crate) async fn execute_tool_calls(
     let mut slots: Vec<Prepared> = Vec::new();
     for call in &calls {
         emit_start(agent, call).await;
-        let prepared = prepare(agent, call, cancel);
+        let prepared = prepare(agent, call, cancel).await;
         if let Prepared::Immediate(f) = &prepared {
             emit_end(agent, f).await;
         }
@@ -255,9 +303,7 @@ pub(crate) async fn execute_tool_calls(
         !finalized.is_empty() && finalized.iter().all(|f| f.result.terminate == Some(true));
     let mut messages = Vec::new();
     for f in finalized {
-        let message = result_message(f);
-        emit_result_message(agent, &message).await;
-        messages.push(message);
+        messages.push(emit_result_message(agent, result_message(f)).await);
     }
     Batch {
         messages,
@@ -275,15 +321,13 @@ async fn execute_sequential(
     let mut terminates = Vec::new();
     for call in calls {
         emit_start(agent, call).await;
-        let f = match prepare(agent, call, cancel) {
+        let f = match prepare(agent, call, cancel).await {
             Prepared::Immediate(f) => f,
             Prepared::Ready { call, tool, args } => execute(agent, call, tool, args, cancel).await,
         };
         emit_end(agent, &f).await;
         terminates.push(f.result.terminate == Some(true));
-        let message = result_message(f);
-        emit_result_message(agent, &message).await;
-        messages.push(message);
+        messages.push(emit_result_message(agent, result_message(f)).await);
     }
     let terminate = !terminates.is_empty() && terminates.iter().all(|t| *t);
     Batch {
@@ -308,9 +352,7 @@ pub(crate) async fn fail_truncated_calls(agent: &Agent, message: &AssistantMessa
             duration_ms: None,
         };
         emit_end(agent, &f).await;
-        let m = result_message(f);
-        emit_result_message(agent, &m).await;
-        messages.push(m);
+        messages.push(emit_result_message(agent, result_message(f)).await);
     }
     Batch {
         messages,

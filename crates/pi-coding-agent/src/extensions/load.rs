@@ -1,0 +1,202 @@
+//! Loading the extensions at startup (Pi's resource loader and `main` diagnostics): start the
+//! host, run every factory, report failures exactly as Pi does (every one on stderr, a hint,
+//! exit 1 before anything reaches stdout), then match the command line's unknown flags against
+//! the flags the extensions registered.
+
+use super::registry::{ExtensionRegistration, Registrations};
+use crate::cli::validate::{ExtensionFlagType, ExtensionFlagValue, resolve_extension_flags};
+use crate::cli::{Args, Diagnostic, Mode};
+use crate::resources::extensions::ExtensionSource;
+use pi_ext_host::{Host, HostError};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::path::Path;
+
+/// What loading produced.
+#[derive(Default)]
+pub struct LoadReport {
+    pub host: Option<Host>,
+    pub registrations: Registrations,
+    /// Errors to print (in Pi's order) before exiting with code 1; empty when startup goes on.
+    pub errors: Vec<Diagnostic>,
+    /// `extension_error` records to write once the session runs (the host could not start).
+    pub deferred_errors: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+struct InitResult {
+    #[serde(default)]
+    extensions: Vec<ExtensionRegistration>,
+    #[serde(default)]
+    errors: Vec<LoadError>,
+    #[serde(default)]
+    handlers: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct LoadError {
+    path: String,
+    error: String,
+}
+
+/// `pi`'s mode as extensions see it (`ctx.mode`).
+pub fn mode_name(args: &Args) -> &'static str {
+    match args.mode {
+        Mode::Rpc => "rpc",
+        Mode::Json => "json",
+        Mode::Text => "print",
+    }
+}
+
+fn failure(path: &str, error: &str) -> Diagnostic {
+    Diagnostic::error(format!("Failed to load extension \"{path}\": {error}"))
+}
+
+/// Loads `sources` (nothing happens without any). `missing` are `-e` paths that do not exist;
+/// they count as load failures. Flag diagnostics (unknown `--flags`) come first in `errors`.
+pub async fn load_extensions(
+    sources: &[ExtensionSource],
+    missing: &[(String, String)],
+    args: &Args,
+    cwd: &Path,
+    agent_dir: &Path,
+) -> LoadReport {
+    let mut report = LoadReport::default();
+    if sources.is_empty() {
+        report.errors = flag_diagnostics(args, &[]).1;
+        report
+            .errors
+            .extend(missing.iter().map(|(p, e)| failure(p, e)));
+        return report;
+    }
+    let host = match Host::start(cwd) {
+        Ok(host) => host,
+        Err(e) => {
+            // Without Node the session runs without extensions; the client hears about it.
+            eprintln!("Warning: {e}. Extensions are not loaded.");
+            report.deferred_errors = sources
+                .iter()
+                .map(|s| (s.path.display().to_string(), e.to_string()))
+                .collect();
+            report.errors = flag_diagnostics(args, &[]).1;
+            return report;
+        }
+    };
+    let mut params = Map::new();
+    params.insert("cwd".into(), json!(cwd));
+    params.insert("agentDir".into(), json!(agent_dir));
+    params.insert("mode".into(), json!(mode_name(args)));
+    params.insert("hasUI".into(), json!(args.mode == Mode::Rpc));
+    params.insert("piVersion".into(), json!(crate::PI_VERSION));
+    params.insert(
+        "extensions".into(),
+        Value::Array(
+            sources
+                .iter()
+                .map(|s| json!({"path": s.path, "sourceInfo": s.source_info}))
+                .collect(),
+        ),
+    );
+    params.insert("flagValues".into(), json!(unknown_flag_values(args)));
+    let result = match host.request("init", params).await {
+        Ok(value) => serde_json::from_value::<InitResult>(value)
+            .map_err(|e| HostError::Failed(format!("unexpected init result: {e}"))),
+        Err(e) => Err(e),
+    };
+    let init = match result {
+        Ok(init) => init,
+        Err(e) => {
+            eprintln!("Warning: the extension host failed to start: {e}. Extensions are not loaded.");
+            host.kill();
+            report.deferred_errors = sources
+                .iter()
+                .map(|s| (s.path.display().to_string(), e.to_string()))
+                .collect();
+            report.errors = flag_diagnostics(args, &[]).1;
+            return report;
+        }
+    };
+    host.set_handlers(init.handlers);
+    let mut registrations = Registrations::default();
+    for reg in init.extensions {
+        let info = sources
+            .iter()
+            .find(|s| s.path.to_string_lossy() == reg.path)
+            .map(|s| s.source_info.clone())
+            .unwrap_or_else(|| super::super::resources::source::Metadata::new(
+                "cli",
+                pi_protocol::results::SourceScope::Temporary,
+                None,
+            )
+            .source_info(Path::new(&reg.path)));
+        registrations.extensions.push((reg, info));
+    }
+    let flags: Vec<(String, ExtensionFlagType)> = registrations
+        .flags()
+        .into_iter()
+        .map(|f| {
+            let kind = if f.kind == "string" {
+                ExtensionFlagType::String
+            } else {
+                ExtensionFlagType::Boolean
+            };
+            (f.name, kind)
+        })
+        .collect();
+    let (values, flag_errors) = flag_diagnostics(args, &flags);
+    report.errors = flag_errors;
+    report
+        .errors
+        .extend(init.errors.iter().map(|e| failure(&e.path, &e.error)));
+    report
+        .errors
+        .extend(missing.iter().map(|(p, e)| failure(p, e)));
+    if report.errors.is_empty() && !values.is_empty() {
+        let mut map = Map::new();
+        for (name, value) in values {
+            let v = match value {
+                ExtensionFlagValue::True => json!(true),
+                ExtensionFlagValue::String(s) => json!(s),
+            };
+            map.insert(name, v);
+        }
+        if let Err(e) = host.request("apply_flags", [("values".to_string(), Value::Object(map))].into_iter().collect()).await {
+            eprintln!("pi: could not hand the flag values to the extensions: {e}");
+        }
+    }
+    report.host = Some(host);
+    report.registrations = registrations;
+    report
+}
+
+/// The flag values to hand over and the flag diagnostics, given the registered flags.
+fn flag_diagnostics(
+    args: &Args,
+    registered: &[(String, ExtensionFlagType)],
+) -> (Vec<(String, ExtensionFlagValue)>, Vec<Diagnostic>) {
+    let refs: Vec<(&str, ExtensionFlagType)> =
+        registered.iter().map(|(n, k)| (n.as_str(), *k)).collect();
+    let (values, _) = resolve_extension_flags(args, &refs);
+    (values, crate::cli::validate::startup_diagnostics(args, &refs))
+}
+
+/// The unknown long flags as parsed (`--x=v` and `--x v` give a string, a bare `--x` true).
+fn unknown_flag_values(args: &Args) -> Map<String, Value> {
+    args.unknown_flags
+        .iter()
+        .map(|f| {
+            let v = match &f.value {
+                Some(s) => json!(s),
+                None => json!(true),
+            };
+            (f.name.clone(), v)
+        })
+        .collect()
+}
+
+/// Whether any error concerns an extension load (Pi then adds its `-ne` hint).
+pub fn needs_hint(errors: &[Diagnostic]) -> bool {
+    errors
+        .iter()
+        .any(|d| d.message.contains("Failed to load extension"))
+}

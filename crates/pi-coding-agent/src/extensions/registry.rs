@@ -1,0 +1,149 @@
+//! What the loaded extensions registered, as the host reports it (`init` results, later
+//! registrations): tools, commands and flags, with the extension each came from.
+
+use pi_protocol::results::{RpcSlashCommand, SlashCommandSource, SourceInfo};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A tool an extension registered.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtTool {
+    pub name: String,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub description: String,
+    pub parameters: Value,
+    #[serde(default)]
+    pub prompt_snippet: Option<String>,
+    #[serde(default)]
+    pub prompt_guidelines: Vec<String>,
+    #[serde(default)]
+    pub execution_mode: Option<String>,
+    #[serde(default)]
+    pub exposure: Option<String>,
+    #[serde(default)]
+    pub default_active: Option<bool>,
+    #[serde(default)]
+    pub has_prepare_arguments: bool,
+}
+
+impl ExtTool {
+    /// Declared to the model when the session starts (Pi: `direct`/`model-only` exposure and
+    /// `defaultActive` not false).
+    pub fn active_by_default(&self) -> bool {
+        self.default_active != Some(false)
+            && matches!(self.exposure.as_deref(), None | Some("direct" | "model-only"))
+    }
+}
+
+/// A command an extension registered, under its invocation name (`name`, or `name:1`,
+/// `name:2`… when several extensions registered it).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtCommand {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A flag an extension registered (`--name`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtFlag {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub default: Option<Value>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// One loaded extension's registrations.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionRegistration {
+    pub path: String,
+    #[serde(default)]
+    pub tools: Vec<ExtTool>,
+    #[serde(default)]
+    pub commands: Vec<ExtCommand>,
+    #[serde(default)]
+    pub flags: Vec<ExtFlag>,
+    #[serde(default)]
+    pub providers: Vec<Value>,
+}
+
+/// Everything registered, per extension in load order, with the source info of each.
+#[derive(Debug, Clone, Default)]
+pub struct Registrations {
+    pub extensions: Vec<(ExtensionRegistration, SourceInfo)>,
+}
+
+impl Registrations {
+    /// Every tool, first registration of a name wins (Pi's `getAllRegisteredTools`).
+    pub fn tools(&self) -> Vec<ExtTool> {
+        let mut seen = std::collections::HashSet::new();
+        self.extensions
+            .iter()
+            .flat_map(|(e, _)| e.tools.iter())
+            .filter(|t| seen.insert(t.name.clone()))
+            .cloned()
+            .collect()
+    }
+
+    pub fn tool(&self, name: &str) -> Option<ExtTool> {
+        self.extensions
+            .iter()
+            .flat_map(|(e, _)| e.tools.iter())
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    /// Adds a tool registered after loading (first registration of a name still wins).
+    pub fn add_tool(&mut self, path: &str, tool: ExtTool) {
+        if let Some((e, _)) = self.extensions.iter_mut().find(|(e, _)| e.path == path) {
+            e.tools.retain(|t| t.name != tool.name);
+            e.tools.push(tool);
+        }
+    }
+
+    /// Adds a command registered after loading.
+    pub fn add_command(&mut self, path: &str, command: ExtCommand) {
+        if let Some((e, _)) = self.extensions.iter_mut().find(|(e, _)| e.path == path) {
+            e.commands.retain(|c| c.name != command.name);
+            e.commands.push(command);
+        }
+    }
+
+    /// The `get_commands` entries of extension commands, in load order.
+    pub fn slash_commands(&self) -> Vec<RpcSlashCommand> {
+        self.extensions
+            .iter()
+            .flat_map(|(e, info)| {
+                e.commands.iter().map(|c| RpcSlashCommand {
+                    name: c.name.clone(),
+                    description: c.description.clone(),
+                    source: SlashCommandSource::Extension,
+                    source_info: info.clone(),
+                })
+            })
+            .collect()
+    }
+
+    pub fn has_command(&self, name: &str) -> bool {
+        self.extensions
+            .iter()
+            .any(|(e, _)| e.commands.iter().any(|c| c.name == name))
+    }
+
+    /// Every registered flag with its type, in load order.
+    pub fn flags(&self) -> Vec<ExtFlag> {
+        self.extensions
+            .iter()
+            .flat_map(|(e, _)| e.flags.iter().cloned())
+            .collect()
+    }
+}
