@@ -12,9 +12,8 @@ mod tool_exec;
 pub mod transcript;
 
 pub use agent::{
-    ToolCallGate,
     Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm, RunHooks,
-    StreamFn, TurnContext, TurnUpdate,
+    StreamFn, ToolCallGate, TurnContext, TurnUpdate,
 };
 pub use event::AgentEvent;
 pub use tool::{

@@ -189,7 +189,11 @@ async fn stream_assistant_response(
     st: &mut RunState,
     cancel: &CancellationToken,
 ) -> AssistantMessage {
-    let context = agent.config.hooks.transform_context(st.context.clone()).await;
+    let context = agent
+        .config
+        .hooks
+        .transform_context(st.context.clone())
+        .await;
     let llm_messages = (agent.config.convert_to_llm)(&context);
     let api_key = agent.config.hooks.api_key(&st.model.provider).await;
     let options = StreamOptions {

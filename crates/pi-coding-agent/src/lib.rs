@@ -8,12 +8,14 @@
 //!   queues, retry, compaction, model and thinking commands.
 //! * [`compaction`], [`messages`]: summarizing old context; what the model sees of the coding
 //!   agent's own message kinds.
+//! * [`extensions`]: Pi's TypeScript extensions, run in a Node host (`pi_ext_host`).
 //! * [`output`]: the one owner of stdout that every mode writes records through.
 //!
 //! The binary (`src/main.rs`, `src/modes/`) parses the command line and runs a mode on top.
 
 pub mod cli;
 pub mod compaction;
+pub mod extensions;
 pub mod messages;
 pub mod output;
 pub mod resources;

@@ -21,7 +21,11 @@ fn run(argv: &[String]) -> i32 {
         }
     };
     eprint!("{}", render_diagnostics(&invocation.diagnostics));
-    let startup = invocation.startup_diagnostics(&[]);
+    // A run checks its arguments once extensions registered their flags (in the runtime).
+    let startup = match invocation.action {
+        Action::Run => Vec::new(),
+        _ => invocation.startup_diagnostics(&[]),
+    };
     eprint!("{}", render_diagnostics(&startup));
     let startup_failed = startup.iter().any(|d| d.kind == DiagnosticKind::Error);
     let args = &invocation.args;

@@ -20,8 +20,9 @@ pub type BoxFuture<'a, T = ()> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What pi does for the host: the other end of every call and effect.
 pub trait Delegate: Send + Sync + 'static {
-    /// A synchronous call; the host waits for the answer, so this must not block on the host.
-    fn sync_call(&self, method: &str, params: &Value) -> Result<Value, String>;
+    /// A synchronous call: the host blocks until the answer, and no later message is read
+    /// before it, so this must never wait on the host.
+    fn sync_call<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a, CallResult>;
     /// An effect (a UI record, an `extension_error`, a tool update), handled before the next
     /// message is read.
     fn effect<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a>;
@@ -311,7 +312,7 @@ async fn handle(
             match (id, sync, delegate) {
                 (Some(id), true, delegate) => {
                     let result = match delegate {
-                        Some(d) => d.sync_call(&method, &params),
+                        Some(d) => d.sync_call(&method, params).await,
                         None => Err("pi is not ready for this call yet".into()),
                     };
                     let reply = match result {

@@ -56,12 +56,14 @@ struct Recorder {
 }
 
 impl Delegate for Recorder {
-    fn sync_call(&self, method: &str, params: &Value) -> Result<Value, String> {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("sync {method} {params}"));
-        Ok(json!("gpt"))
+    fn sync_call<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("sync {method} {params}"));
+            Ok(json!("gpt"))
+        })
     }
     fn effect<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a> {
         Box::pin(async move {

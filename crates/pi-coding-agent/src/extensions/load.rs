@@ -17,8 +17,11 @@ use std::path::Path;
 pub struct LoadReport {
     pub host: Option<Host>,
     pub registrations: Registrations,
-    /// Errors to print (in Pi's order) before exiting with code 1; empty when startup goes on.
-    pub errors: Vec<Diagnostic>,
+    /// Argument errors found once the registered flags are known (unknown `--flags`, bare
+    /// string flags, `--provider` without `--model`); Pi prints them first.
+    pub flag_errors: Vec<Diagnostic>,
+    /// Extensions that failed to load; Pi prints them after the settings diagnostics.
+    pub load_errors: Vec<Diagnostic>,
     /// `extension_error` records to write once the session runs (the host could not start).
     pub deferred_errors: Vec<(String, String)>,
 }
@@ -53,7 +56,7 @@ fn failure(path: &str, error: &str) -> Diagnostic {
 }
 
 /// Loads `sources` (nothing happens without any). `missing` are `-e` paths that do not exist;
-/// they count as load failures. Flag diagnostics (unknown `--flags`) come first in `errors`.
+/// they count as load failures.
 pub async fn load_extensions(
     sources: &[ExtensionSource],
     missing: &[(String, String)],
@@ -61,12 +64,12 @@ pub async fn load_extensions(
     cwd: &Path,
     agent_dir: &Path,
 ) -> LoadReport {
-    let mut report = LoadReport::default();
+    let mut report = LoadReport {
+        load_errors: missing.iter().map(|(p, e)| failure(p, e)).collect(),
+        ..LoadReport::default()
+    };
     if sources.is_empty() {
-        report.errors = flag_diagnostics(args, &[]).1;
-        report
-            .errors
-            .extend(missing.iter().map(|(p, e)| failure(p, e)));
+        report.flag_errors = flag_diagnostics(args, &[]).1;
         return report;
     }
     let host = match Host::start(cwd) {
@@ -78,7 +81,7 @@ pub async fn load_extensions(
                 .iter()
                 .map(|s| (s.path.display().to_string(), e.to_string()))
                 .collect();
-            report.errors = flag_diagnostics(args, &[]).1;
+            report.flag_errors = flag_diagnostics(args, &[]).1;
             return report;
         }
     };
@@ -106,13 +109,15 @@ pub async fn load_extensions(
     let init = match result {
         Ok(init) => init,
         Err(e) => {
-            eprintln!("Warning: the extension host failed to start: {e}. Extensions are not loaded.");
+            eprintln!(
+                "Warning: the extension host failed to start: {e}. Extensions are not loaded."
+            );
             host.kill();
             report.deferred_errors = sources
                 .iter()
                 .map(|s| (s.path.display().to_string(), e.to_string()))
                 .collect();
-            report.errors = flag_diagnostics(args, &[]).1;
+            report.flag_errors = flag_diagnostics(args, &[]).1;
             return report;
         }
     };
@@ -123,12 +128,14 @@ pub async fn load_extensions(
             .iter()
             .find(|s| s.path.to_string_lossy() == reg.path)
             .map(|s| s.source_info.clone())
-            .unwrap_or_else(|| super::super::resources::source::Metadata::new(
-                "cli",
-                pi_protocol::results::SourceScope::Temporary,
-                None,
-            )
-            .source_info(Path::new(&reg.path)));
+            .unwrap_or_else(|| {
+                super::super::resources::source::Metadata::new(
+                    "cli",
+                    pi_protocol::results::SourceScope::Temporary,
+                    None,
+                )
+                .source_info(Path::new(&reg.path))
+            });
         registrations.extensions.push((reg, info));
     }
     let flags: Vec<(String, ExtensionFlagType)> = registrations
@@ -144,14 +151,15 @@ pub async fn load_extensions(
         })
         .collect();
     let (values, flag_errors) = flag_diagnostics(args, &flags);
-    report.errors = flag_errors;
-    report
+    report.flag_errors = flag_errors;
+    let mut load_errors: Vec<Diagnostic> = init
         .errors
-        .extend(init.errors.iter().map(|e| failure(&e.path, &e.error)));
-    report
-        .errors
-        .extend(missing.iter().map(|(p, e)| failure(p, e)));
-    if report.errors.is_empty() && !values.is_empty() {
+        .iter()
+        .map(|e| failure(&e.path, &e.error))
+        .collect();
+    load_errors.append(&mut report.load_errors);
+    report.load_errors = load_errors;
+    if report.flag_errors.is_empty() && report.load_errors.is_empty() && !values.is_empty() {
         let mut map = Map::new();
         for (name, value) in values {
             let v = match value {
@@ -160,7 +168,15 @@ pub async fn load_extensions(
             };
             map.insert(name, v);
         }
-        if let Err(e) = host.request("apply_flags", [("values".to_string(), Value::Object(map))].into_iter().collect()).await {
+        if let Err(e) = host
+            .request(
+                "apply_flags",
+                [("values".to_string(), Value::Object(map))]
+                    .into_iter()
+                    .collect(),
+            )
+            .await
+        {
             eprintln!("pi: could not hand the flag values to the extensions: {e}");
         }
     }
@@ -177,7 +193,10 @@ fn flag_diagnostics(
     let refs: Vec<(&str, ExtensionFlagType)> =
         registered.iter().map(|(n, k)| (n.as_str(), *k)).collect();
     let (values, _) = resolve_extension_flags(args, &refs);
-    (values, crate::cli::validate::startup_diagnostics(args, &refs))
+    (
+        values,
+        crate::cli::validate::startup_diagnostics(args, &refs),
+    )
 }
 
 /// The unknown long flags as parsed (`--x=v` and `--x v` give a string, a bare `--x` true).

@@ -10,22 +10,33 @@
 
 mod delegate;
 mod emit;
+mod lifecycle;
 mod load;
 mod registry;
 mod tools;
 
-pub use load::{LoadReport, load_extensions};
+pub use load::{LoadReport, load_extensions, needs_hint};
 pub use registry::{ExtCommand, ExtFlag, ExtTool, Registrations};
 pub(crate) use tools::ExtensionTool;
 
+pub(crate) use delegate::HostDelegate;
+
+use pi_agent::ToolUpdateSink;
 use pi_ext_host::Host;
-use std::sync::{Mutex, MutexGuard};
+use pi_protocol::tool::AgentToolResult;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The loaded extensions of a session; empty (and free) when none are configured.
 #[derive(Default)]
 pub struct Extensions {
     host: Option<Host>,
+    /// Set when the host died: everything goes on without extensions.
+    gone: AtomicBool,
     registrations: Mutex<Registrations>,
+    /// Where the partial results of running extension tools go, by tool call id.
+    running_tools: Mutex<HashMap<String, ToolUpdateSink>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -37,12 +48,41 @@ impl Extensions {
         Extensions {
             host,
             registrations: Mutex::new(registrations),
+            ..Extensions::default()
         }
     }
 
     /// The running host, if extensions are loaded and it is alive.
     pub fn host(&self) -> Option<&Host> {
-        self.host.as_ref().filter(|h| h.is_alive())
+        self.host
+            .as_ref()
+            .filter(|h| h.is_alive() && !self.gone.load(Ordering::SeqCst))
+    }
+
+    /// Whether any extension is loaded (even if its host has died since).
+    pub fn loaded(&self) -> bool {
+        self.host.is_some()
+    }
+
+    pub(crate) fn host_gone(&self) {
+        self.gone.store(true, Ordering::SeqCst);
+        lock(&self.running_tools).clear();
+    }
+
+    pub(crate) fn track_tool(&self, tool_call_id: &str, sink: ToolUpdateSink) {
+        lock(&self.running_tools).insert(tool_call_id.to_string(), sink);
+    }
+
+    pub(crate) fn untrack_tool(&self, tool_call_id: &str) {
+        lock(&self.running_tools).remove(tool_call_id);
+    }
+
+    /// A partial result from a running extension tool (`onUpdate`).
+    pub(crate) fn tool_update(&self, tool_call_id: &str, partial: AgentToolResult) {
+        let sink = lock(&self.running_tools).get(tool_call_id).map(Arc::clone);
+        if let Some(sink) = sink {
+            sink(partial);
+        }
     }
 
     /// Whether an extension handles `event`: events nobody handles are not sent at all.

@@ -34,7 +34,10 @@ impl ExtTool {
     /// `defaultActive` not false).
     pub fn active_by_default(&self) -> bool {
         self.default_active != Some(false)
-            && matches!(self.exposure.as_deref(), None | Some("direct" | "model-only"))
+            && matches!(
+                self.exposure.as_deref(),
+                None | Some("direct" | "model-only")
+            )
     }
 }
 

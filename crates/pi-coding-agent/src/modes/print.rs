@@ -34,13 +34,14 @@ async fn serve(
     images: Vec<ImageContent>,
 ) -> i32 {
     let events = if json { out.clone() } else { out.muted() };
-    let rt = match pi_coding_agent::runtime::start(args, events) {
+    let rt = match pi_coding_agent::runtime::start(args, events).await {
         Ok(rt) => rt,
         Err(e) => {
             e.report();
             return 1;
         }
     };
+    rt.bind_extensions().await;
     if json && let Ok(line) = to_js_line(&rt.session_header()) {
         out.send(line).await;
     }

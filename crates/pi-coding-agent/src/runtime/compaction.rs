@@ -13,7 +13,7 @@ use crate::compaction::{
     Summarizer, Trigger,
 };
 use crate::settings::model::CompactionSettings;
-use pi_agent::{BoxFuture, RunHooks, TurnContext, TurnUpdate};
+use pi_agent::BoxFuture;
 use pi_protocol::event::{CompactionReason, SessionEvent, SummarizationSource};
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
@@ -67,12 +67,12 @@ fn model_key(model: &Model) -> String {
 }
 
 impl Core {
-    fn current_model(&self) -> Option<Model> {
+    pub(super) fn current_model(&self) -> Option<Model> {
         self.agent().map(|a| a.with_state(|s| s.model.clone()))
     }
 
     /// `compaction` settings for `model`; an invalid token setting is an error, as in Pi.
-    fn compaction_settings(&self, model: &Model) -> Result<CompactionSettings, String> {
+    pub(super) fn compaction_settings(&self, model: &Model) -> Result<CompactionSettings, String> {
         let (settings, warnings) = self.settings().compaction_for(Some(&model_key(model)));
         match warnings.into_iter().next() {
             Some(w) => Err(w),
@@ -339,7 +339,7 @@ impl Core {
 
     /// Compacts with `compaction_start`/`compaction_end`; nothing to summarize means no events
     /// at all. True when the compaction was recorded.
-    async fn auto_compact(&self, reason: CompactionReason, will_retry: bool) -> bool {
+    pub(super) async fn auto_compact(&self, reason: CompactionReason, will_retry: bool) -> bool {
         let Some(model) = self.current_model() else {
             return false;
         };
@@ -477,43 +477,5 @@ impl Runtime {
     pub fn context_usage(&self) -> Option<ContextUsage> {
         let model = self.agent.with_state(|s| s.model.clone());
         compaction::context_usage(&lock(&self.core.session), &model)
-    }
-}
-
-impl RunHooks for Core {
-    /// Compacts between a tool batch and the next request when the projected context crossed
-    /// the threshold; the run continues with the compacted context.
-    fn prepare_next_turn<'a>(
-        &'a self,
-        _turn: &'a TurnContext<'a>,
-    ) -> BoxFuture<'a, Option<TurnUpdate>> {
-        Box::pin(async move {
-            let model = self.current_model()?;
-            let settings = self.compaction_settings(&model).ok()?;
-            if !compaction::exceeds_threshold(&lock(&self.session), &model, settings) {
-                return None;
-            }
-            if !self.auto_compact(CompactionReason::Threshold, false).await {
-                return None;
-            }
-            let context = self.agent()?.messages();
-            Some(TurnUpdate {
-                context: Some(context),
-                ..TurnUpdate::default()
-            })
-        })
-    }
-
-    fn api_key<'a>(&'a self, provider: &'a str) -> BoxFuture<'a, Option<String>> {
-        Box::pin(async move {
-            let model = self.current_model()?;
-            if model.provider != provider {
-                return None;
-            }
-            lock(&self.registry)
-                .request_auth(&model)
-                .ok()
-                .and_then(|a| a.api_key)
-        })
     }
 }

@@ -5,6 +5,7 @@
 mod commands_misc;
 mod compaction;
 mod emit;
+mod hooks;
 mod listener;
 
 mod local_model;
@@ -15,9 +16,11 @@ mod retry;
 mod session_cmds;
 mod startup;
 mod state;
+mod tools;
 
 pub use prompt::{Preflight, PromptRequest};
 pub use startup::{list_models, start};
+pub(crate) use tools::ToolCatalog;
 
 use crate::output::Output;
 use crate::resources::session::SessionResources;
@@ -95,6 +98,12 @@ pub(crate) struct Core {
     pub bash_cancels: Mutex<Vec<(u64, CancellationToken)>>,
     /// The last `message_update` usage and its JSON: a stream's deltas mostly repeat it.
     pub usage_json: Mutex<Option<(pi_protocol::usage::Usage, Box<serde_json::value::RawValue>)>>,
+    /// Every tool the session can declare.
+    pub tools: ToolCatalog,
+    /// Loaded extensions (none: nothing to do anywhere).
+    pub ext: crate::extensions::Extensions,
+    /// `extension_error`s found at startup, written once the session runs: `(path, error)`.
+    pub pending_ext_errors: Mutex<Vec<(String, String)>>,
     agent: OnceLock<Weak<Agent>>,
 }
 
@@ -131,6 +140,7 @@ impl Runtime {
         if self.core.is_streaming() {
             self.abort().await;
         }
+        self.shutdown_extensions().await;
         pi_tools::kill_running_shells();
     }
 }

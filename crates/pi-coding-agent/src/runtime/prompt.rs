@@ -293,6 +293,33 @@ impl Core {
         Err(registry.no_api_key_message(&model.provider))
     }
 
+    /// The tool prompts of the active tools (built-in texts or what extensions registered).
+    fn tool_prompts(&self, names: &[String]) -> Vec<ToolPrompt> {
+        names.iter().map(|n| self.tools.prompt(n)).collect()
+    }
+
+    /// The whole current system prompt as the model would read it (`ctx.getSystemPrompt()`).
+    pub fn system_prompt_text(&self, agent: &pi_agent::Agent) -> String {
+        let names: Vec<String> =
+            agent.with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect());
+        let built = lock(&self.res).prompt_sections(
+            &names,
+            &[],
+            &self.tool_prompts(&names),
+            &self.env.package_dir,
+        );
+        match built {
+            // As `system_text` renders a leading system message: sections joined by a blank line.
+            Ok(sections) => sections
+                .iter()
+                .map(|(_, text)| text.as_str())
+                .filter(|text| !text.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            Err(_) => String::new(),
+        }
+    }
+
     /// The system message to send before this run's first message, if the prompt changed.
     pub fn system_patch(
         &self,
@@ -306,8 +333,7 @@ impl Core {
             let names: Vec<String> = s.tools.iter().map(|t| t.name().to_string()).collect();
             (replay_sections(systems), names)
         });
-        let tool_prompts: Vec<ToolPrompt> =
-            tool_names.iter().map(|n| ToolPrompt::builtin(n)).collect();
+        let tool_prompts = self.tool_prompts(&tool_names);
         let built =
             lock(&self.res).prompt_sections(&tool_names, &[], &tool_prompts, &self.env.package_dir);
         let sections = match built {

@@ -70,6 +70,47 @@ fn tool_names(args: &Args, settings: &crate::settings::model::Settings) -> Vec<S
     names
 }
 
+/// `--tools` as an allowlist (unless it only edits the default set) and `--exclude-tools`.
+fn tool_filters(args: &Args) -> (Option<Vec<String>>, Vec<String>) {
+    let allowed = args
+        .tools
+        .as_ref()
+        .filter(|list| {
+            !list
+                .iter()
+                .any(|t| t.starts_with('+') || t.starts_with('-'))
+        })
+        .cloned();
+    (allowed, args.exclude_tools.clone().unwrap_or_default())
+}
+
+/// The tools active at startup: the built-in selection, then the extension tools that are
+/// active when registered (with an allowlist: the ones it names), in registration order.
+fn initial_tool_names(
+    args: &Args,
+    settings: &crate::settings::model::Settings,
+    catalog: &super::ToolCatalog,
+) -> Vec<String> {
+    if args.no_tools {
+        return Vec::new();
+    }
+    let mut names = tool_names(args, settings);
+    let extension = match &tool_filters(args).0 {
+        Some(allowed) => catalog
+            .names()
+            .into_iter()
+            .filter(|n| allowed.contains(n) && catalog.extension_tool(n).is_some())
+            .collect(),
+        None => catalog.extension_defaults(),
+    };
+    for name in extension {
+        if !names.contains(&name) && catalog.is_allowed(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// Pi's `createSessionManager`: which session this process works on.
 fn open_session(
     args: &Args,
@@ -204,11 +245,12 @@ pub(super) fn record_initial_selection(
     }
 }
 
-/// Builds the runtime: where we run, what we load, then the agent around it. Diagnostics Pi
-/// prints at startup go to stderr here.
-pub fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
+/// Builds the runtime: where we run, what we load (extensions included), then the agent around
+/// it. Diagnostics Pi prints at startup go to stderr here. The extensions' `session_start`
+/// follows in [`Runtime::bind_extensions`].
+pub async fn start(args: &Args, out: Output) -> Result<Runtime, StartupError> {
     let env = resolve_environment()?;
-    let loaded = load(args, &env)?;
+    let loaded = load(args, &env).await?;
     assemble(args, env, loaded, out)
 }
 
@@ -264,10 +306,11 @@ fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError
     })
 }
 
-/// What startup reads: settings and resources, the model registry, the session, and the model
-/// and thinking level to start with.
+/// What startup reads: settings and resources, the extensions, the model registry, the
+/// session, and the model and thinking level to start with.
 struct Loaded {
     res: SessionResources,
+    extensions: crate::extensions::LoadReport,
     registry: ModelRegistry,
     session: SessionStore,
     selection: pi_registry::StartupSelection,
@@ -275,7 +318,7 @@ struct Loaded {
     context_messages: Vec<std::sync::Arc<AgentMessage>>,
 }
 
-fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
+async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     // Pi reads `sessionDir` and `defaultProjectTrust` from settings loaded as if trusted.
     let mut startup_settings = SettingsManager::load(&env.cwd, &env.agent_dir, true);
     let startup_s = startup_settings.settings().clone();
@@ -289,8 +332,34 @@ fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         },
         &mut startup_settings,
     );
+    let mut extensions = crate::extensions::load_extensions(
+        &res.extensions,
+        &res.missing_extensions,
+        args,
+        &env.cwd,
+        &env.agent_dir,
+    )
+    .await;
+    // Pi's order: argument errors of the runtime, settings and resource diagnostics, extension
+    // load failures, then its hint.
+    warn_all(&extensions.flag_errors);
     warn_all(&diagnostics);
-    if diagnostics.iter().any(|d| d.kind == DiagnosticKind::Error) {
+    warn_all(&extensions.load_errors);
+    let failed = extensions
+        .flag_errors
+        .iter()
+        .chain(&diagnostics)
+        .chain(&extensions.load_errors)
+        .any(|d| d.kind == DiagnosticKind::Error);
+    if crate::extensions::needs_hint(&extensions.load_errors)
+        || crate::extensions::needs_hint(&diagnostics)
+    {
+        eprintln!("Hint: Start without extensions using \"pi -ne\".");
+    }
+    if failed {
+        if let Some(host) = extensions.host.take() {
+            host.kill();
+        }
         return Err(StartupError::Reported);
     }
     let s = res.settings.settings().clone();
@@ -353,6 +422,7 @@ fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     record_initial_selection(&mut session, &selection, has_thinking_entry);
     Ok(Loaded {
         res,
+        extensions,
         registry,
         session,
         selection,
@@ -392,6 +462,7 @@ fn assemble(
 ) -> Result<Runtime, StartupError> {
     let Loaded {
         res,
+        extensions,
         registry,
         session,
         selection,
@@ -419,12 +490,18 @@ fn assemble(
     tools_config.shell_command_prefix = s.shell_command_prefix.clone();
     tools_config.auto_resize_images = s.image_auto_resize;
     tools_config.session = tool_session.clone();
-    let names = tool_names(args, &s);
-    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let tools = pi_tools::build(&name_refs, tools_config)
-        .map_err(|e| StartupError::Failed(e.to_string()))?;
+    let (allowed, excluded) = tool_filters(args);
+    let catalog = super::ToolCatalog::new(tools_config, allowed, excluded);
 
     let session_id = session.session_id().to_string();
+    let ext_tools: Vec<_> = extensions
+        .registrations
+        .extensions
+        .iter()
+        .flat_map(|(reg, info)| reg.tools.iter().map(move |t| (t.clone(), info.clone())))
+        .collect();
+    let deferred = extensions.deferred_errors;
+    let ext = crate::extensions::Extensions::new(extensions.host, extensions.registrations);
     let core = Arc::new(Core {
         out,
         env,
@@ -438,8 +515,18 @@ fn assemble(
         usage_json: Mutex::new(None),
         busy: watch::channel(false).0,
         bash_cancels: Mutex::new(Vec::new()),
+        tools: catalog,
+        ext,
+        pending_ext_errors: Mutex::new(deferred),
         agent: OnceLock::new(),
     });
+    for (def, source, tool) in super::tools::extension_tools(ext_tools, &core) {
+        core.tools.add_extension(def, source, tool);
+    }
+    let tools: Vec<Arc<dyn pi_agent::AgentTool>> = initial_tool_names(args, &s, &core.tools)
+        .iter()
+        .filter_map(|n| core.tools.get(n))
+        .collect();
     let config = AgentConfig {
         stream_fn: Arc::new(pi_ai::stream),
         convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {

@@ -68,6 +68,11 @@ impl SettingsManager {
         &self.settings
     }
 
+    /// Both layers merged as Pi merges them (`getSettings()` of extensions).
+    pub fn merged(&self) -> Map<String, Value> {
+        merge_layers(&self.global, &self.project)
+    }
+
     /// The agent-dir layer as read (after Pi's migrations).
     pub fn global_layer(&self) -> &Map<String, Value> {
         &self.global

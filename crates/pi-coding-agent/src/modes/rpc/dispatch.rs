@@ -22,9 +22,8 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
         }
     };
     match decode_command(value) {
-        Incoming::ExtensionUiResponse(_) => {
-            // No extension dialog can be pending; Pi ignores answers to unknown ids silently.
-        }
+        // Answers go to the extensions' dialogs; no response record, whatever the id.
+        Incoming::ExtensionUiResponse(response) => rt.extension_ui_response(&response),
         Incoming::Rejected(r) => {
             let resp: RpcResponse<Value> = RpcResponse {
                 id: r.id,
@@ -79,6 +78,21 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
         }
         Incoming::Command { id, command } => answer(id, command, out, rt).await,
     }
+}
+
+/// A line read while the extensions start: an answer to a dialog opened in `session_start` is
+/// delivered at once (Pi cannot read it then); anything else waits. True if it was consumed.
+pub fn handle_startup_line(line: &str, rt: &Runtime) -> bool {
+    let Ok(value) = parse_js_json(line) else {
+        return false;
+    };
+    if value.get("type").and_then(Value::as_str) != Some("extension_ui_response") {
+        return false;
+    }
+    if let Incoming::ExtensionUiResponse(response) = decode_command(value) {
+        rt.extension_ui_response(&response);
+    }
+    true
 }
 
 /// The answer to a line that is too long to buffer.

@@ -22,14 +22,17 @@ pub fn run(args: &pi_coding_agent::cli::Args) -> i32 {
 }
 
 async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
-    let rt = match pi_coding_agent::runtime::start(args, output.clone()) {
+    // Read from the first moment: lines sent while extensions load are answered afterwards
+    // (Pi does not read stdin until then; see DEVIATIONS.md).
+    let mut frames = spawn_stdin_reader();
+    let rt = match pi_coding_agent::runtime::start(args, output.clone()).await {
         Ok(rt) => rt,
         Err(e) => {
             e.report();
             return 1;
         }
     };
-    let frames = spawn_stdin_reader();
+    let held = bind_extensions(&rt, &mut frames).await;
     let mut signals = match signals::Signals::new() {
         Ok(s) => s,
         Err(e) => {
@@ -38,7 +41,13 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
         }
     };
     let in_flight = InFlight::default();
-    let input = tokio::spawn(input_loop(frames, output, rt.clone(), in_flight.clone()));
+    let input = tokio::spawn(input_loop(
+        held,
+        frames,
+        output,
+        rt.clone(),
+        in_flight.clone(),
+    ));
     let exit_code = tokio::select! {
         _ = input => 0,
         code = signals.next() => code,
@@ -56,15 +65,53 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     exit_code
 }
 
+/// Runs the extensions' `session_start` while delivering answers to dialogs it opens (Pi
+/// deadlocks there until a timeout); every other line read meanwhile is returned, in order, to
+/// be handled afterwards.
+async fn bind_extensions(
+    rt: &pi_coding_agent::runtime::Runtime,
+    frames: &mut mpsc::Receiver<Vec<Frame>>,
+) -> Vec<Frame> {
+    let mut held = Vec::new();
+    let bind = rt.bind_extensions();
+    tokio::pin!(bind);
+    let mut open = true;
+    loop {
+        tokio::select! {
+            () = &mut bind => return held,
+            batch = frames.recv(), if open => match batch {
+                Some(batch) => {
+                    for frame in batch {
+                        let consumed = matches!(&frame, Frame::Line(line) if dispatch::handle_startup_line(line, rt));
+                        if !consumed {
+                            held.push(frame);
+                        }
+                    }
+                }
+                None => open = false,
+            },
+        }
+    }
+}
+
 /// Handles lines in arrival order. Quick commands are answered inline, so their responses keep
 /// input order as Pi's do; long-running ones get their own task so they never block the next line.
 async fn input_loop(
+    held: Vec<Frame>,
     mut frames: mpsc::Receiver<Vec<Frame>>,
     output: Output,
     rt: pi_coding_agent::runtime::Runtime,
     in_flight: InFlight,
 ) {
-    while let Some(batch) = frames.recv().await {
+    let mut next = Some(held).filter(|h| !h.is_empty());
+    loop {
+        let batch = match next.take() {
+            Some(batch) => batch,
+            None => match frames.recv().await {
+                Some(batch) => batch,
+                None => break,
+            },
+        };
         for frame in batch {
             match frame {
                 Frame::Line(line) => dispatch::handle_line(&line, &output, &rt, &in_flight).await,

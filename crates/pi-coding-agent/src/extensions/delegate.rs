@@ -1,0 +1,271 @@
+//! What pi does when extension code calls into it (see `crates/pi-ext-host/PROTOCOL.md`):
+//! synchronous reads of the session and its state, actions that change the session, records
+//! the host asks us to write, and the asynchronous calls (model, session and run control).
+
+use crate::runtime::{Core, Runtime, lock};
+use pi_ext_host::{BoxFuture, CallResult, Delegate};
+use pi_js::parse::parse_js_json;
+use pi_protocol::event::SessionEvent;
+use pi_protocol::thinking::ThinkingLevel;
+use serde_json::{Value, json};
+use std::sync::{Arc, Weak};
+
+/// The runtime as the host's counterpart; weak, so the host never keeps the session alive.
+pub(crate) struct HostDelegate {
+    core: Weak<Core>,
+}
+
+impl HostDelegate {
+    pub fn new(core: &Arc<Core>) -> Arc<HostDelegate> {
+        Arc::new(HostDelegate {
+            core: Arc::downgrade(core),
+        })
+    }
+
+    fn runtime(&self) -> Result<Runtime, String> {
+        let core = self.core.upgrade().ok_or("the session has ended")?;
+        let agent = core.agent().ok_or("the session has ended")?;
+        Ok(Runtime { agent, core })
+    }
+}
+
+fn text<'a>(params: &'a Value, key: &str) -> Result<&'a str, String> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("missing {key}"))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> CallResult {
+    serde_json::to_value(value).map_err(|e| e.to_string())
+}
+
+impl Delegate for HostDelegate {
+    fn sync_call<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a, CallResult> {
+        Box::pin(async move {
+            let rt = self.runtime()?;
+            match method {
+                "session" => session_query(&rt, &params),
+                "state" => state_query(&rt, &params),
+                "models" => models_query(&rt, &params),
+                "append_entry" => {
+                    let custom_type = text(&params, "customType")?;
+                    let data = params.get("data").cloned();
+                    let (id, entry) = {
+                        let mut session = lock(&rt.core.session);
+                        let id = session
+                            .append_custom_entry(custom_type, data)
+                            .map_err(|e| e.to_string())?;
+                        (id.clone(), session.entry(&id).cloned())
+                    };
+                    if let Some(entry) = entry {
+                        rt.core.emit(SessionEvent::EntryAppended { entry }).await;
+                    }
+                    Ok(json!(id))
+                }
+                "set_label" => {
+                    let id = text(&params, "entryId")?;
+                    let label = params.get("label").and_then(Value::as_str);
+                    lock(&rt.core.session)
+                        .append_label_change(id, label)
+                        .map_err(|e| e.to_string())?;
+                    Ok(Value::Null)
+                }
+                "set_session_name" => {
+                    let name = pi_js::trim(text(&params, "name")?).to_string();
+                    let current = {
+                        let mut session = lock(&rt.core.session);
+                        session
+                            .append_session_info(&name)
+                            .map_err(|e| e.to_string())?;
+                        session.session_name()
+                    };
+                    rt.core
+                        .emit(SessionEvent::SessionInfoChanged {
+                            name: current.clone(),
+                        })
+                        .await;
+                    rt.core
+                        .ext_notify_event("session_info_changed", json!({ "name": current }));
+                    Ok(Value::Null)
+                }
+                "set_active_tools" => {
+                    let names: Vec<String> = params
+                        .get("names")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|n| n.as_str().map(str::to_string))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    rt.set_active_tools_by_name(&names);
+                    Ok(Value::Null)
+                }
+                "set_thinking_level" => {
+                    let level: ThinkingLevel =
+                        serde_json::from_value(params.get("level").cloned().unwrap_or(Value::Null))
+                            .map_err(|e| e.to_string())?;
+                    rt.set_thinking_level(level).await;
+                    Ok(Value::Null)
+                }
+                other => Err(format!("pi in Rust does not support `{other}` yet")),
+            }
+        })
+    }
+
+    fn effect<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a> {
+        Box::pin(async move {
+            let Some(core) = self.core.upgrade() else {
+                return;
+            };
+            match method {
+                "ui" => {
+                    if let Some(request) = params.get("request")
+                        && request.get("type").and_then(Value::as_str)
+                            == Some("extension_ui_request")
+                    {
+                        core.write(request).await;
+                    }
+                }
+                "extension_error" => {
+                    let field = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
+                    core.ext_error(field("extensionPath"), field("event"), field("error"))
+                        .await;
+                }
+                "tool_update" => {
+                    let id = params
+                        .get("toolCallId")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    if let Some(partial) = params.get("partialResult").cloned()
+                        && let Ok(result) = serde_json::from_value(partial)
+                    {
+                        core.ext.tool_update(id, result);
+                    }
+                }
+                _ => {}
+            }
+        })
+    }
+
+    fn call(self: Arc<Self>, method: String, params: Value) -> BoxFuture<'static, CallResult> {
+        Box::pin(async move {
+            let rt = self.runtime()?;
+            match method.as_str() {
+                "set_model" => {
+                    let provider = text(&params, "provider")?;
+                    let id = text(&params, "id")?;
+                    let usable = lock(&rt.core.registry).has_configured_auth(provider);
+                    if !usable {
+                        return Ok(json!(false));
+                    }
+                    Ok(json!(rt.set_model(provider, id).await.is_ok()))
+                }
+                "abort" => {
+                    rt.abort().await;
+                    Ok(Value::Null)
+                }
+                "wait_for_idle" => {
+                    let mut busy = rt.core.busy.subscribe();
+                    let _ = busy.wait_for(|b| !*b).await;
+                    Ok(Value::Null)
+                }
+                "compact" => {
+                    let instructions = params
+                        .get("customInstructions")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    rt.compact(instructions).await.and_then(|r| to_json(&r))
+                }
+                other => Err(format!("pi in Rust does not support `{other}` yet")),
+            }
+        })
+    }
+
+    fn notification<'a>(&'a self, _kind: &'a str, _message: Value) -> BoxFuture<'a> {
+        Box::pin(async {})
+    }
+
+    fn gone(&self, reason: String) {
+        let Some(core) = self.core.upgrade() else {
+            return;
+        };
+        eprintln!("pi: {reason}; the session goes on without extensions");
+        let core2 = Arc::clone(&core);
+        tokio::spawn(async move {
+            core2.ext_error("<host>", "host", &reason).await;
+        });
+        core.ext.host_gone();
+    }
+}
+
+/// `ctx.sessionManager`'s read-only methods.
+fn session_query(rt: &Runtime, params: &Value) -> CallResult {
+    let session = lock(&rt.core.session);
+    match text(params, "what")? {
+        "header" => Ok(Value::Object(session.header().clone())),
+        "entries" => to_json(&session.entries()),
+        "branch" => {
+            let from = params.get("fromId").and_then(Value::as_str);
+            to_json(&session.branch_entries(from))
+        }
+        "tree" => session
+            .tree()
+            .to_json()
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse_js_json(&t)),
+        "leafId" => Ok(json!(session.leaf_id())),
+        "leafEntry" => to_json(&session.leaf_entry()),
+        "entry" => to_json(&session.entry(text(params, "id")?)),
+        "label" => Ok(json!(
+            session.label(text(params, "id")?).map(|l| l.label.clone())
+        )),
+        "sessionFile" => Ok(json!(session.session_file())),
+        "sessionDir" => Ok(json!(session.session_dir())),
+        "sessionId" => Ok(json!(session.session_id())),
+        "sessionName" => Ok(json!(session.session_name())),
+        "cwd" => Ok(json!(session.cwd())),
+        "contextEntries" => to_json(&session.context_entries()),
+        other => Err(format!("unknown session query `{other}`")),
+    }
+}
+
+/// The state getters of `pi` and `ctx` that the dispatch state does not carry.
+fn state_query(rt: &Runtime, params: &Value) -> CallResult {
+    match text(params, "what")? {
+        "activeTools" => Ok(json!(rt.active_tool_names())),
+        "allTools" => Ok(Value::Array(rt.all_tool_infos())),
+        "commands" => to_json(&rt.commands()),
+        "settings" => Ok(Value::Object(lock(&rt.core.res).settings.merged())),
+        "contextUsage" => to_json(&rt.context_usage()),
+        "systemPrompt" => Ok(json!(rt.core.system_prompt_text(&rt.agent))),
+        "thinkingLevel" => to_json(&rt.thinking_level()),
+        "availableThinkingLevels" => to_json(&rt.available_thinking_levels()),
+        "scopedModels" => Ok(Value::Array(
+            rt.core
+                .scoped_models
+                .iter()
+                .map(|s| json!({"model": s.model, "thinkingLevel": s.thinking}))
+                .collect(),
+        )),
+        "projectTrusted" => Ok(json!(lock(&rt.core.res).project_trusted)),
+        other => Err(format!("unknown state query `{other}`")),
+    }
+}
+
+/// `ctx.modelRegistry`'s synchronous methods.
+fn models_query(rt: &Runtime, params: &Value) -> CallResult {
+    let registry = lock(&rt.core.registry);
+    match text(params, "what")? {
+        "all" => to_json(&registry.all_models()),
+        "available" => to_json(&registry.available_models()),
+        "find" => to_json(&registry.find(text(params, "provider")?, text(params, "id")?)),
+        "hasConfiguredAuth" => Ok(json!(
+            registry.has_configured_auth(text(params, "provider")?)
+        )),
+        "isUsingOAuth" => Ok(json!(registry.is_using_oauth(text(params, "provider")?))),
+        "providers" => Ok(json!(registry.provider_ids())),
+        other => Err(format!("unknown model query `{other}`")),
+    }
+}

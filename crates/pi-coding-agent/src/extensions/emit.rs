@@ -1,0 +1,90 @@
+//! Handing events to the extensions and reading back what their handlers composed.
+
+use crate::runtime::{Core, lock};
+use pi_ext_host::HostError;
+use pi_protocol::event::SessionEvent;
+use serde_json::{Map, Value, json};
+
+/// The session's current state that the cheap synchronous getters of `ctx` answer from
+/// (`ctx.model`, `ctx.isIdle()`, …); everything else the host asks for when needed.
+fn ctx_state(core: &Core) -> Value {
+    let (model, level) = match core.agent() {
+        Some(agent) => agent.with_state(|s| (json!(s.model), json!(s.thinking_level))),
+        None => (Value::Null, json!("off")),
+    };
+    let pending = {
+        let run = lock(&core.run);
+        !run.steering.is_empty() || !run.follow_up.is_empty()
+    };
+    let version = {
+        let session = lock(&core.session);
+        format!(
+            "{}/{}/{}",
+            session.session_id(),
+            session.entry_count(),
+            session.leaf_id().unwrap_or("")
+        )
+    };
+    json!({
+        "model": model,
+        "thinkingLevel": level,
+        "isIdle": !core.is_streaming(),
+        "hasPendingMessages": pending,
+        "sessionVersion": version,
+    })
+}
+
+impl Core {
+    /// The `ctx` state sent with every dispatch.
+    pub(crate) fn ext_ctx(&self) -> Value {
+        ctx_state(self)
+    }
+
+    /// Runs the handlers of `event` with `payload` (Pi's event object without `type`) and
+    /// returns their composed result; `None` when no extension handles the event or the host
+    /// failed (a host failure is reported once, as `extension_error`).
+    pub(crate) async fn ext_emit(&self, event: &str, payload: Value) -> Option<Value> {
+        if !self.ext.handles(event) {
+            return None;
+        }
+        let host = self.ext.host()?.clone();
+        let mut params = Map::new();
+        params.insert("event".into(), json!(event));
+        params.insert("payload".into(), payload);
+        params.insert("ctx".into(), self.ext_ctx());
+        match host.request("emit", params).await {
+            Ok(value) => Some(value),
+            Err(HostError::Failed(error)) => {
+                self.ext_error("<host>", event, &error).await;
+                None
+            }
+            Err(HostError::Gone(_)) => None,
+        }
+    }
+
+    /// Like [`Core::ext_emit`] for a notification nobody waits on (Pi's `void emit`): the
+    /// handlers run while the session goes on.
+    pub(crate) fn ext_notify_event(
+        self: &std::sync::Arc<Self>,
+        event: &'static str,
+        payload: Value,
+    ) {
+        if !self.ext.handles(event) {
+            return;
+        }
+        let core = std::sync::Arc::clone(self);
+        tokio::spawn(async move {
+            core.ext_emit(event, payload).await;
+        });
+    }
+
+    /// Writes `{"type":"extension_error","extensionPath","event","error"}`.
+    pub(crate) async fn ext_error(&self, extension_path: &str, event: &str, error: &str) {
+        self.emit(SessionEvent::ExtensionError {
+            extension_path: extension_path.to_string(),
+            event: event.to_string(),
+            error: error.to_string(),
+        })
+        .await;
+    }
+}

@@ -1,0 +1,195 @@
+//! How the runtime takes part in a run (the agent's `RunHooks`): compaction between turns,
+//! credentials per request, and the extension gates — `tool_call`, `tool_result`, `context`,
+//! `message_end`.
+
+use super::{Core, lock};
+use pi_agent::{BoxFuture, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
+use pi_protocol::content::ToolCall;
+use pi_protocol::event::CompactionReason;
+use pi_protocol::message::AgentMessage;
+use pi_protocol::tool::AgentToolResult;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+impl RunHooks for Core {
+    /// Compacts between a tool batch and the next request when the projected context crossed
+    /// the threshold; the run continues with the compacted context.
+    fn prepare_next_turn<'a>(
+        &'a self,
+        _turn: &'a TurnContext<'a>,
+    ) -> BoxFuture<'a, Option<TurnUpdate>> {
+        Box::pin(async move {
+            let model = self.current_model()?;
+            let settings = self.compaction_settings(&model).ok()?;
+            if !crate::compaction::exceeds_threshold(&lock(&self.session), &model, settings) {
+                return None;
+            }
+            if !self.auto_compact(CompactionReason::Threshold, false).await {
+                return None;
+            }
+            let context = self.agent()?.messages();
+            Some(TurnUpdate {
+                context: Some(context),
+                ..TurnUpdate::default()
+            })
+        })
+    }
+
+    fn api_key<'a>(&'a self, provider: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let model = self.current_model()?;
+            if model.provider != provider {
+                return None;
+            }
+            lock(&self.registry)
+                .request_auth(&model)
+                .ok()
+                .and_then(|a| a.api_key)
+        })
+    }
+
+    fn before_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolCallGate, String>> {
+        Box::pin(async move {
+            if !self.ext.handles("tool_call") {
+                return Ok(ToolCallGate::Run(args));
+            }
+            let payload = json!({
+                "toolName": call.name,
+                "toolCallId": call.id,
+                "input": args,
+            });
+            let Some(result) = self.ext_emit("tool_call", payload).await else {
+                return Ok(ToolCallGate::Run(args));
+            };
+            if result.get("block").and_then(Value::as_bool) == Some(true) {
+                return Ok(ToolCallGate::Block {
+                    reason: result
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    terminate: result.get("terminate").and_then(Value::as_bool) == Some(true),
+                });
+            }
+            match result.get("input") {
+                Some(Value::Object(input)) => Ok(ToolCallGate::Run(input.clone())),
+                _ => Ok(ToolCallGate::Run(args)),
+            }
+        })
+    }
+
+    fn after_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        args: &'a Map<String, Value>,
+        result: AgentToolResult,
+        is_error: bool,
+    ) -> BoxFuture<'a, (AgentToolResult, bool)> {
+        Box::pin(async move {
+            if !self.ext.handles("tool_result") {
+                return (result, is_error);
+            }
+            let mut payload = json!({
+                "toolName": call.name,
+                "toolCallId": call.id,
+                "input": args,
+                "content": result.content,
+                "details": result.details,
+            });
+            if let Some(structured) = &result.structured_content {
+                payload["structuredContent"] = structured.clone();
+            }
+            payload["isError"] = json!(is_error);
+            payload["usage"] = json!(result.usage);
+            match self.ext_emit("tool_result", payload).await {
+                Some(Value::Object(patch)) => apply_tool_result_patch(result, is_error, patch),
+                _ => (result, is_error),
+            }
+        })
+    }
+
+    fn transform_context<'a>(
+        &'a self,
+        messages: Vec<Arc<AgentMessage>>,
+    ) -> BoxFuture<'a, Vec<Arc<AgentMessage>>> {
+        Box::pin(async move {
+            if !self.ext.handles("context") && !self.ext.handles("context_with_system") {
+                return messages;
+            }
+            let payload = json!({ "messages": messages });
+            let Some(result) = self.ext_emit("context", payload).await else {
+                return messages;
+            };
+            let Some(list) = result.get("messages").cloned() else {
+                return messages;
+            };
+            match serde_json::from_value::<Vec<AgentMessage>>(list) {
+                Ok(changed) => changed.into_iter().map(Arc::new).collect(),
+                Err(e) => {
+                    self.ext_error("<runtime>", "context", &format!("invalid messages: {e}"))
+                        .await;
+                    messages
+                }
+            }
+        })
+    }
+
+    fn message_end<'a>(&'a self, message: Arc<AgentMessage>) -> BoxFuture<'a, Arc<AgentMessage>> {
+        Box::pin(async move {
+            if !self.ext.handles("message_end") {
+                return message;
+            }
+            let payload = json!({ "message": message });
+            let Some(result) = self.ext_emit("message_end", payload).await else {
+                return message;
+            };
+            match result.get("message").cloned() {
+                Some(m) if !m.is_null() => match serde_json::from_value::<AgentMessage>(m) {
+                    Ok(replaced) => Arc::new(replaced),
+                    Err(e) => {
+                        self.ext_error(
+                            "<runtime>",
+                            "message_end",
+                            &format!("invalid message: {e}"),
+                        )
+                        .await;
+                        message
+                    }
+                },
+                _ => message,
+            }
+        })
+    }
+}
+
+/// Pi's `afterToolCall` patch: the content (else the original), the hook's details and usage,
+/// its structured content (dropped when the content was replaced without one), its error flag
+/// (else the original).
+fn apply_tool_result_patch(
+    mut result: AgentToolResult,
+    is_error: bool,
+    patch: Map<String, Value>,
+) -> (AgentToolResult, bool) {
+    if let Some(content) = patch.get("content").filter(|c| !c.is_null())
+        && let Ok(content) = serde_json::from_value(content.clone())
+    {
+        result.content = content;
+    }
+    result.details = patch.get("details").cloned().filter(|d| !d.is_null());
+    result.structured_content = patch
+        .get("structuredContent")
+        .cloned()
+        .filter(|d| !d.is_null());
+    result.usage = patch
+        .get("usage")
+        .filter(|u| !u.is_null())
+        .and_then(|u| serde_json::from_value(u.clone()).ok());
+    let is_error = patch
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(is_error);
+    (result, is_error)
+}

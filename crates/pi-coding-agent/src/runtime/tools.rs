@@ -1,0 +1,221 @@
+//! Every tool the session can declare to the model (Pi's tool registry): the built-in tools,
+//! built when first needed, and the tools extensions registered, which replace a built-in of the
+//! same name. `--tools` and `--exclude-tools` decide which are registered at all; the agent's
+//! state holds the active ones, in declaration order.
+
+use super::{Runtime, lock};
+use crate::extensions::{ExtTool, ExtensionTool};
+use crate::resources::system_prompt::ToolPrompt;
+use pi_agent::AgentTool;
+use pi_protocol::results::{SourceInfo, SourceOrigin, SourceScope};
+use pi_tools::ToolsConfig;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+
+/// An extension tool: its definition, where it came from, and the agent tool that runs it.
+pub(crate) type RegisteredTool = (ExtTool, SourceInfo, Arc<dyn AgentTool>);
+
+pub(crate) struct ToolCatalog {
+    config: Arc<ToolsConfig>,
+    built: Mutex<Vec<Arc<dyn AgentTool>>>,
+    /// Extension tools with their definition and source info, first registration first.
+    extension: Mutex<Vec<RegisteredTool>>,
+    /// `--tools` (an allowlist unless it only edits the defaults) and `--exclude-tools`.
+    allowed: Option<Vec<String>>,
+    excluded: Vec<String>,
+}
+
+impl ToolCatalog {
+    pub fn new(config: ToolsConfig, allowed: Option<Vec<String>>, excluded: Vec<String>) -> Self {
+        ToolCatalog {
+            config: Arc::new(config),
+            built: Mutex::new(Vec::new()),
+            extension: Mutex::new(Vec::new()),
+            allowed,
+            excluded,
+        }
+    }
+
+    /// Whether `--tools`/`--exclude-tools` keep `name` registered.
+    pub fn is_allowed(&self, name: &str) -> bool {
+        !self.excluded.iter().any(|e| e == name)
+            && self
+                .allowed
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|a| a == name))
+    }
+
+    /// Adds an extension tool (a later registration of a taken name is ignored, as in Pi).
+    pub fn add_extension(&self, def: ExtTool, source: SourceInfo, tool: Arc<dyn AgentTool>) {
+        if !self.is_allowed(&def.name) {
+            return;
+        }
+        let mut ext = lock(&self.extension);
+        if !ext.iter().any(|(d, _, _)| d.name == def.name) {
+            ext.push((def, source, tool));
+        }
+    }
+
+    pub fn extension_tool(&self, name: &str) -> Option<ExtTool> {
+        lock(&self.extension)
+            .iter()
+            .find(|(d, _, _)| d.name == name)
+            .map(|(d, _, _)| d.clone())
+    }
+
+    /// The tool registered under `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn AgentTool>> {
+        if let Some((_, _, tool)) = lock(&self.extension)
+            .iter()
+            .find(|(d, _, _)| d.name == name)
+        {
+            return Some(Arc::clone(tool));
+        }
+        if !self.is_allowed(name) || !pi_tools::ALL_TOOL_NAMES.contains(&name) {
+            return None;
+        }
+        let mut built = lock(&self.built);
+        if let Some(tool) = built.iter().find(|t| t.name() == name) {
+            return Some(Arc::clone(tool));
+        }
+        let tool = pi_tools::build_tool(name, &self.config).ok()?;
+        built.push(Arc::clone(&tool));
+        Some(tool)
+    }
+
+    /// Registered names: built-ins in Pi's order, then extension tools that add a name.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = pi_tools::ALL_TOOL_NAMES
+            .iter()
+            .filter(|n| self.is_allowed(n))
+            .map(|n| n.to_string())
+            .collect();
+        for (def, _, _) in lock(&self.extension).iter() {
+            if !names.contains(&def.name) {
+                names.push(def.name.clone());
+            }
+        }
+        names
+    }
+
+    /// Extension tools that are active when registered (Pi: `direct`/`model-only`, not
+    /// `defaultActive: false`), in registration order.
+    pub fn extension_defaults(&self) -> Vec<String> {
+        lock(&self.extension)
+            .iter()
+            .filter(|(d, _, _)| d.active_by_default())
+            .map(|(d, _, _)| d.name.clone())
+            .collect()
+    }
+
+    /// What the system prompt says about `name`.
+    pub fn prompt(&self, name: &str) -> ToolPrompt {
+        match self.extension_tool(name) {
+            Some(def) => ToolPrompt {
+                name: def.name,
+                snippet: def
+                    .prompt_snippet
+                    .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                    .filter(|s| !s.is_empty()),
+                guidelines: def
+                    .prompt_guidelines
+                    .iter()
+                    .map(|g| pi_js::trim(g).to_string())
+                    .filter(|g| !g.is_empty())
+                    .collect(),
+            },
+            None => ToolPrompt::builtin(name),
+        }
+    }
+
+    /// `pi.getAllTools()`'s entry for `name`.
+    pub fn info(&self, name: &str) -> Option<Value> {
+        let ext = lock(&self.extension)
+            .iter()
+            .find(|(d, _, _)| d.name == name)
+            .map(|(d, s, _)| (d.clone(), s.clone()));
+        if let Some((def, source)) = ext {
+            return Some(json!({
+                "name": def.name,
+                "description": def.description,
+                "parameters": def.parameters,
+                "promptGuidelines": (!def.prompt_guidelines.is_empty()).then_some(&def.prompt_guidelines),
+                "exposure": def.exposure.as_deref().unwrap_or("direct"),
+                "sourceInfo": source,
+            }));
+        }
+        let tool = self.get(name)?;
+        let decl = tool.declaration();
+        let guidelines = pi_tools::prompt_guidelines(name);
+        Some(json!({
+            "name": decl.name,
+            "description": decl.description,
+            "parameters": decl.parameters,
+            "promptGuidelines": (!guidelines.is_empty()).then_some(guidelines),
+            "exposure": "direct",
+            "sourceInfo": SourceInfo {
+                path: format!("builtin:{name}"),
+                source: "builtin".into(),
+                scope: SourceScope::Temporary,
+                origin: SourceOrigin::TopLevel,
+                base_dir: None,
+                changelog_path: None,
+            },
+        }))
+    }
+}
+
+impl Runtime {
+    pub fn active_tool_names(&self) -> Vec<String> {
+        self.agent
+            .with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect())
+    }
+
+    /// `pi.getAllTools()`.
+    pub fn all_tool_infos(&self) -> Vec<Value> {
+        let catalog = &self.core.tools;
+        catalog
+            .names()
+            .iter()
+            .filter_map(|n| catalog.info(n))
+            .collect()
+    }
+
+    /// `pi.setActiveTools(names)`: tools already active keep their place, the others follow in
+    /// the requested order; unknown and hidden names are ignored. The next request declares the
+    /// change.
+    pub fn set_active_tools_by_name(&self, names: &[String]) {
+        let current = self.active_tool_names();
+        let mut order: Vec<&String> = current.iter().filter(|n| names.contains(n)).collect();
+        for n in names {
+            if !order.contains(&n) {
+                order.push(n);
+            }
+        }
+        let catalog = &self.core.tools;
+        let tools: Vec<Arc<dyn AgentTool>> = order
+            .into_iter()
+            .filter(|n| {
+                catalog
+                    .extension_tool(n)
+                    .is_none_or(|d| d.exposure.as_deref() != Some("hidden"))
+            })
+            .filter_map(|n| catalog.get(n))
+            .collect();
+        self.agent.with_state(|s| s.tools = tools);
+    }
+}
+
+/// Extension tools as agent tools, for the catalog.
+pub(crate) fn extension_tools(
+    defs: Vec<(ExtTool, SourceInfo)>,
+    core: &Arc<super::Core>,
+) -> Vec<RegisteredTool> {
+    defs.into_iter()
+        .map(|(def, source)| {
+            let tool: Arc<dyn AgentTool> =
+                Arc::new(ExtensionTool::new(def.clone(), Arc::downgrade(core)));
+            (def, source, tool)
+        })
+        .collect()
+}
