@@ -8,10 +8,13 @@
 //! * `tools.rs`: extension tools as agent tools.
 //! * `emit.rs`: handing an event to the host and reading the composed result.
 
+mod agent_events;
 mod delegate;
 mod emit;
 mod lifecycle;
 mod load;
+mod partial;
+mod prompt;
 mod registry;
 mod tools;
 
@@ -20,6 +23,8 @@ pub use registry::{ExtCommand, ExtFlag, ExtTool, Registrations};
 pub(crate) use tools::ExtensionTool;
 
 pub(crate) use delegate::HostDelegate;
+pub(crate) use partial::PartialAssistant;
+pub use prompt::{BeforeAgentStart, InputOutcome};
 
 use pi_agent::ToolUpdateSink;
 use pi_ext_host::Host;

@@ -65,7 +65,7 @@ async fn serve(
             .await
         {
             Preflight::Started(messages) => rt.run_session(messages).await,
-            Preflight::Queued => {}
+            Preflight::Queued | Preflight::Handled => {}
             Preflight::Rejected(message) => {
                 eprintln!("{message}");
                 code = 1;

@@ -116,23 +116,11 @@ impl RunHooks for Core {
         messages: Vec<Arc<AgentMessage>>,
     ) -> BoxFuture<'a, Vec<Arc<AgentMessage>>> {
         Box::pin(async move {
-            if !self.ext.handles("context") && !self.ext.handles("context_with_system") {
-                return messages;
-            }
-            let payload = json!({ "messages": messages });
-            let Some(result) = self.ext_emit("context", payload).await else {
-                return messages;
-            };
-            let Some(list) = result.get("messages").cloned() else {
-                return messages;
-            };
-            match serde_json::from_value::<Vec<AgentMessage>>(list) {
-                Ok(changed) => changed.into_iter().map(Arc::new).collect(),
-                Err(e) => {
-                    self.ext_error("<runtime>", "context", &format!("invalid messages: {e}"))
-                        .await;
-                    messages
-                }
+            let messages = self.ext_context(messages).await;
+            let forced = lock(&self.run).forced_system_prompt.clone();
+            match forced {
+                Some(prompt) => force_system_prompt(messages, prompt),
+                None => messages,
             }
         })
     }
@@ -162,6 +150,51 @@ impl RunHooks for Core {
                 _ => message,
             }
         })
+    }
+}
+
+/// A run whose system prompt an extension forced sees one system message with that text (and
+/// the tools the transcript declares) instead of the transcript's system messages.
+fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<Arc<AgentMessage>> {
+    let current = pi_ai::transcript::current_system_message(&messages);
+    let head = pi_protocol::message::SystemMessage {
+        content: pi_protocol::content::StringOrBlocks::Text(prompt),
+        sections: None,
+        tools_added: current.as_ref().and_then(|c| c.tools_added.clone()),
+        tools_removed: None,
+        timestamp: current.as_ref().map_or_else(pi_js::now_ms, |c| c.timestamp),
+        rest: Default::default(),
+    };
+    std::iter::once(Arc::new(AgentMessage::System(head)))
+        .chain(
+            messages
+                .into_iter()
+                .filter(|m| !matches!(&**m, AgentMessage::System(_))),
+        )
+        .collect()
+}
+
+impl Core {
+    /// The extensions' `context` and `context_with_system` handlers over a request's messages.
+    async fn ext_context(&self, messages: Vec<Arc<AgentMessage>>) -> Vec<Arc<AgentMessage>> {
+        if !self.ext.handles("context") && !self.ext.handles("context_with_system") {
+            return messages;
+        }
+        let payload = json!({ "messages": messages });
+        let Some(result) = self.ext_emit("context", payload).await else {
+            return messages;
+        };
+        let Some(list) = result.get("messages").cloned() else {
+            return messages;
+        };
+        match serde_json::from_value::<Vec<AgentMessage>>(list) {
+            Ok(changed) => changed.into_iter().map(Arc::new).collect(),
+            Err(e) => {
+                self.ext_error("<runtime>", "context", &format!("invalid messages: {e}"))
+                    .await;
+                messages
+            }
+        }
     }
 }
 

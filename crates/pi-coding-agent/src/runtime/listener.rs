@@ -59,6 +59,8 @@ impl Core {
             AgentEvent::AgentEnd { messages } => self.will_retry_after(messages),
             _ => false,
         };
+        // Extensions' handlers run before the client hears of the event (as in Pi).
+        self.ext_agent_event(event).await;
         self.emit_agent(event, will_retry).await;
         if let AgentEvent::MessageEnd { message } = event
             && let AgentMessage::Assistant(a) = &**message

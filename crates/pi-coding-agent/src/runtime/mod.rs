@@ -77,6 +77,10 @@ pub(crate) struct RunState {
     pub compaction: Option<compaction::CompactionHandle>,
     /// The current prompt already had its one overflow compact-and-retry.
     pub overflow_recovery_attempted: bool,
+    /// `turnIndex` of the extensions' turn events: 0-based within a low-level run.
+    pub turn_index: u64,
+    /// A system prompt an extension forced for the current run (`before_agent_start`).
+    pub forced_system_prompt: Option<String>,
 }
 
 /// Everything the runtime owns except the agent.
@@ -104,6 +108,8 @@ pub(crate) struct Core {
     pub ext: crate::extensions::Extensions,
     /// `extension_error`s found at startup, written once the session runs: `(path, error)`.
     pub pending_ext_errors: Mutex<Vec<(String, String)>>,
+    /// The streaming assistant message, rebuilt for extensions' `message_update` handlers.
+    pub ext_partial: Mutex<Option<crate::extensions::PartialAssistant>>,
     agent: OnceLock<Weak<Agent>>,
 }
 

@@ -6,12 +6,13 @@
 //! itself is its own task.
 
 use super::{Core, Runtime, lock};
+use crate::extensions::InputOutcome;
 use crate::resources::expand::expand_input;
 use crate::resources::system_prompt::{ToolPrompt, diff_sections, replay_sections, system_message};
 use pi_protocol::StreamingBehavior;
 use pi_protocol::content::{ImageContent, StringOrBlocks, TextContent, UserBlock};
 use pi_protocol::event::SessionEvent;
-use pi_protocol::message::{AgentMessage, UserMessage};
+use pi_protocol::message::{AgentMessage, CustomMessage, UserMessage};
 use pi_protocol::usage::StopReason;
 
 /// A `prompt`, `steer` or `follow_up` as received.
@@ -28,9 +29,31 @@ pub enum Preflight {
     Rejected(String),
     /// Queued behind the active run; answer `disposition:"queued"`.
     Queued,
+    /// An extension's `input` handler took care of it; answer `disposition:"handled"`.
+    Handled,
     /// A run was started with these messages; answer `disposition:"started"`, then run it with
     /// [`Runtime::run_session`].
     Started(Vec<AgentMessage>),
+}
+
+/// A custom message an extension returned (`{customType, content, display, details}`).
+fn custom_message(value: serde_json::Value) -> Option<AgentMessage> {
+    let content = match value.get("content") {
+        None | Some(serde_json::Value::Null) => serde_json::json!([]),
+        Some(c) => c.clone(),
+    };
+    let message = CustomMessage {
+        custom_type: value.get("customType")?.as_str()?.to_string(),
+        content: serde_json::from_value(content).ok()?,
+        display: value
+            .get("display")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+        details: value.get("details").cloned(),
+        timestamp: pi_js::now_ms(),
+        rest: Default::default(),
+    };
+    Some(AgentMessage::Custom(message))
 }
 
 fn user_message(text: String, images: Vec<ImageContent>) -> AgentMessage {
@@ -51,7 +74,23 @@ impl Runtime {
                     .into(),
             );
         }
-        let text = self.core.expand(&request.text).await;
+        let streaming = self.core.is_streaming();
+        let behavior = request
+            .streaming_behavior
+            .filter(|_| streaming)
+            .map(|b| match b {
+                StreamingBehavior::Steer => "steer",
+                StreamingBehavior::FollowUp => "followUp",
+            });
+        let (text, images) = match self
+            .core
+            .ext_input(request.text, request.images, "rpc", behavior)
+            .await
+        {
+            InputOutcome::Handled => return Preflight::Handled,
+            InputOutcome::Continue(text, images) => (text, images),
+        };
+        let text = self.core.expand(&text).await;
         if self.core.is_streaming() {
             return match request.streaming_behavior {
                 None => Preflight::Rejected(
@@ -59,7 +98,7 @@ impl Runtime {
                         .into(),
                 ),
                 Some(behavior) => {
-                    self.queue(behavior, text, request.images).await;
+                    self.queue(behavior, text, images).await;
                     Preflight::Queued
                 }
             };
@@ -73,7 +112,9 @@ impl Runtime {
             let mut run = lock(&self.core.run);
             run.abort_requested = false;
         }
-        let (images, hints) = self.core.normalize_images(request.images);
+        let started = self.core.ext_before_agent_start(&text, &images).await;
+        lock(&self.core.run).forced_system_prompt = started.system_prompt;
+        let (images, hints) = self.core.normalize_images(images);
         let text = if hints.is_empty() {
             text
         } else {
@@ -85,6 +126,7 @@ impl Runtime {
             messages.push(AgentMessage::System(system));
         }
         messages.push(user);
+        messages.extend(started.messages.into_iter().filter_map(custom_message));
         Preflight::Started(messages)
     }
 
@@ -145,9 +187,13 @@ impl Runtime {
             self.core.finish_cancelled_retry().await;
         }
         self.core.flush_pending_bash();
+        lock(&self.core.run).forced_system_prompt = None;
         let aborted = self.abort_requested();
         // Idle before the client hears `agent_settled`: its next prompt must find us ready.
         self.core.busy.send_replace(false);
+        self.core
+            .ext_emit("agent_settled", serde_json::json!({ "aborted": aborted }))
+            .await;
         self.core.emit(SessionEvent::AgentSettled { aborted }).await;
     }
 

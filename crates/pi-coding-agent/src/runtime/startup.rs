@@ -518,6 +518,7 @@ fn assemble(
         tools: catalog,
         ext,
         pending_ext_errors: Mutex::new(deferred),
+        ext_partial: Mutex::new(None),
         agent: OnceLock::new(),
     });
     for (def, source, tool) in super::tools::extension_tools(ext_tools, &core) {

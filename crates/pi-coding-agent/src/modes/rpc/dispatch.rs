@@ -1,12 +1,14 @@
 //! Turns one input line into exactly one response record (or none, for extension UI answers),
 //! calling into the session runtime.
 
+use super::framing::Frame;
 use super::in_flight::InFlight;
 use super::large;
 use pi_coding_agent::output::Output;
 use pi_coding_agent::runtime::{Preflight, PromptRequest, Runtime};
 use pi_js::json::to_js_line;
 use pi_js::parse::parse_js_json;
+use pi_protocol::command::ExtensionUiResponse;
 use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, StreamingBehavior, decode_command};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -23,7 +25,7 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
     };
     match decode_command(value) {
         // Answers go to the extensions' dialogs; no response record, whatever the id.
-        Incoming::ExtensionUiResponse(response) => rt.extension_ui_response(&response),
+        Incoming::ExtensionUiResponse(answer) => rt.extension_ui_response(&answer),
         Incoming::Rejected(r) => {
             let resp: RpcResponse<Value> = RpcResponse {
                 id: r.id,
@@ -41,6 +43,22 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                     streaming_behavior,
                 },
         } => {
+            // An extension command runs at once, even while streaming, and is answered when
+            // its handler is done; commands that follow are not held up meanwhile.
+            if let Some((name, args)) = rt.extension_command(&message) {
+                let (out, rt) = (out.clone(), rt.clone());
+                in_flight.spawn(async move {
+                    rt.run_extension_command(&name, &args).await;
+                    respond(
+                        &out,
+                        id,
+                        "prompt",
+                        Outcome::Data(json!({"disposition": "handled"})),
+                    )
+                    .await;
+                });
+                return;
+            }
             let request = PromptRequest {
                 text: message,
                 images: images.unwrap_or_default(),
@@ -56,6 +74,15 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                         id,
                         "prompt",
                         Outcome::Data(json!({"disposition": "queued"})),
+                    )
+                    .await
+                }
+                Preflight::Handled => {
+                    respond(
+                        out,
+                        id,
+                        "prompt",
+                        Outcome::Data(json!({"disposition": "handled"})),
                     )
                     .await
                 }
@@ -80,19 +107,18 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
     }
 }
 
-/// A line read while the extensions start: an answer to a dialog opened in `session_start` is
-/// delivered at once (Pi cannot read it then); anything else waits. True if it was consumed.
-pub fn handle_startup_line(line: &str, rt: &Runtime) -> bool {
-    let Ok(value) = parse_js_json(line) else {
-        return false;
+/// An `extension_ui_response` line, taken out of the command stream by the stdin reader.
+pub fn ui_answer(frame: &Frame) -> Option<ExtensionUiResponse> {
+    let Frame::Line(line) = frame else {
+        return None;
     };
-    if value.get("type").and_then(Value::as_str) != Some("extension_ui_response") {
-        return false;
+    if !line.contains("extension_ui_response") {
+        return None;
     }
-    if let Incoming::ExtensionUiResponse(response) = decode_command(value) {
-        rt.extension_ui_response(&response);
+    match decode_command(parse_js_json(line).ok()?) {
+        Incoming::ExtensionUiResponse(answer) => Some(answer),
+        _ => None,
     }
-    true
 }
 
 /// The answer to a line that is too long to buffer.
@@ -131,6 +157,17 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
     let name = command.type_name();
     let outcome: Outcome<Value> = match command {
         RpcCommand::Prompt { .. } => return,
+        RpcCommand::Steer { message, .. } | RpcCommand::FollowUp { message, .. }
+            if rt.extension_command(&message).is_some() =>
+        {
+            let name = rt
+                .extension_command(&message)
+                .map(|(n, _)| n)
+                .unwrap_or_default();
+            Outcome::Error(format!(
+                "Extension command \"/{name}\" cannot be queued. Use prompt() or execute the command when not streaming."
+            ))
+        }
         RpcCommand::Steer { message, images } | RpcCommand::FollowUp { message, images } => {
             let behavior = if name == "steer" {
                 StreamingBehavior::Steer

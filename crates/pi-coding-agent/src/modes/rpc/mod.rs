@@ -24,7 +24,7 @@ pub fn run(args: &pi_coding_agent::cli::Args) -> i32 {
 async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     // Read from the first moment: lines sent while extensions load are answered afterwards
     // (Pi does not read stdin until then; see DEVIATIONS.md).
-    let mut frames = spawn_stdin_reader();
+    let (frames, ui_answers) = spawn_stdin_reader();
     let rt = match pi_coding_agent::runtime::start(args, output.clone()).await {
         Ok(rt) => rt,
         Err(e) => {
@@ -32,7 +32,8 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
             return 1;
         }
     };
-    let held = bind_extensions(&rt, &mut frames).await;
+    tokio::spawn(deliver_ui_answers(ui_answers, rt.clone()));
+    rt.bind_extensions().await;
     let mut signals = match signals::Signals::new() {
         Ok(s) => s,
         Err(e) => {
@@ -41,13 +42,7 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
         }
     };
     let in_flight = InFlight::default();
-    let input = tokio::spawn(input_loop(
-        held,
-        frames,
-        output,
-        rt.clone(),
-        in_flight.clone(),
-    ));
+    let input = tokio::spawn(input_loop(frames, output, rt.clone(), in_flight.clone()));
     let exit_code = tokio::select! {
         _ = input => 0,
         code = signals.next() => code,
@@ -65,53 +60,27 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     exit_code
 }
 
-/// Runs the extensions' `session_start` while delivering answers to dialogs it opens (Pi
-/// deadlocks there until a timeout); every other line read meanwhile is returned, in order, to
-/// be handled afterwards.
-async fn bind_extensions(
-    rt: &pi_coding_agent::runtime::Runtime,
-    frames: &mut mpsc::Receiver<Vec<Frame>>,
-) -> Vec<Frame> {
-    let mut held = Vec::new();
-    let bind = rt.bind_extensions();
-    tokio::pin!(bind);
-    let mut open = true;
-    loop {
-        tokio::select! {
-            () = &mut bind => return held,
-            batch = frames.recv(), if open => match batch {
-                Some(batch) => {
-                    for frame in batch {
-                        let consumed = matches!(&frame, Frame::Line(line) if dispatch::handle_startup_line(line, rt));
-                        if !consumed {
-                            held.push(frame);
-                        }
-                    }
-                }
-                None => open = false,
-            },
-        }
+/// Answers to extension dialogs go straight to the extensions, never waiting behind commands
+/// (a handler that opened a dialog may be what a command is waiting for). They produce no
+/// output, so their order against commands does not matter.
+async fn deliver_ui_answers(
+    mut answers: mpsc::UnboundedReceiver<pi_protocol::command::ExtensionUiResponse>,
+    rt: pi_coding_agent::runtime::Runtime,
+) {
+    while let Some(answer) = answers.recv().await {
+        rt.extension_ui_response(&answer);
     }
 }
 
 /// Handles lines in arrival order. Quick commands are answered inline, so their responses keep
 /// input order as Pi's do; long-running ones get their own task so they never block the next line.
 async fn input_loop(
-    held: Vec<Frame>,
     mut frames: mpsc::Receiver<Vec<Frame>>,
     output: Output,
     rt: pi_coding_agent::runtime::Runtime,
     in_flight: InFlight,
 ) {
-    let mut next = Some(held).filter(|h| !h.is_empty());
-    loop {
-        let batch = match next.take() {
-            Some(batch) => batch,
-            None => match frames.recv().await {
-                Some(batch) => batch,
-                None => break,
-            },
-        };
+    while let Some(batch) = frames.recv().await {
         for frame in batch {
             match frame {
                 Frame::Line(line) => dispatch::handle_line(&line, &output, &rt, &in_flight).await,
@@ -125,8 +94,12 @@ async fn input_loop(
 /// Reads stdin on its own thread (blocking reads are the cheapest way to follow a pipe) and
 /// forwards framed lines, one batch per read. The bounded channel pushes back on a client that writes faster than
 /// we handle commands.
-fn spawn_stdin_reader() -> mpsc::Receiver<Vec<Frame>> {
+fn spawn_stdin_reader() -> (
+    mpsc::Receiver<Vec<Frame>>,
+    mpsc::UnboundedReceiver<pi_protocol::command::ExtensionUiResponse>,
+) {
     let (tx, rx) = mpsc::channel::<Vec<Frame>>(64);
+    let (ui_tx, ui_rx) = mpsc::unbounded_channel();
     let spawned = std::thread::Builder::new()
         .name("stdin-reader".into())
         .spawn(move || {
@@ -145,6 +118,13 @@ fn spawn_stdin_reader() -> mpsc::Receiver<Vec<Frame>> {
                     }
                 };
                 splitter.push(&buf[..n], &mut frames);
+                frames.retain(|frame| match dispatch::ui_answer(frame) {
+                    Some(answer) => {
+                        let _ = ui_tx.send(answer);
+                        false
+                    }
+                    None => true,
+                });
                 // The lines of one read travel together (see `InFlight::spawn_after_batch`).
                 if !frames.is_empty() && tx.blocking_send(std::mem::take(&mut frames)).is_err() {
                     return;
@@ -157,5 +137,5 @@ fn spawn_stdin_reader() -> mpsc::Receiver<Vec<Frame>> {
     if let Err(e) = spawned {
         eprintln!("pi: cannot start the stdin reader: {e}");
     }
-    rx
+    (rx, ui_rx)
 }

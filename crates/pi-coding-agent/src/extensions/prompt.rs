@@ -1,0 +1,130 @@
+//! The extension steps of a prompt (Pi's `prompt`): `/command` dispatch, the `input` gate,
+//! and `before_agent_start`.
+
+use crate::runtime::{Core, Runtime};
+use pi_protocol::content::ImageContent;
+use serde_json::{Map, Value, json};
+
+/// What the `input` handlers decided.
+pub enum InputOutcome {
+    /// Go on with this text and these images.
+    Continue(String, Vec<ImageContent>),
+    /// An extension took care of it; answer `disposition: "handled"`.
+    Handled,
+}
+
+/// What `before_agent_start` handlers added to the run.
+#[derive(Default)]
+pub struct BeforeAgentStart {
+    /// Custom messages to send after the starting message.
+    pub messages: Vec<Value>,
+    /// A system prompt that replaces the whole prompt for this run.
+    pub system_prompt: Option<String>,
+}
+
+impl Runtime {
+    /// The extension command a prompt text names (`/name args`), if one is registered.
+    pub fn extension_command(&self, text: &str) -> Option<(String, String)> {
+        let rest = text.strip_prefix('/')?;
+        let (name, args) = match rest.find(' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, ""),
+        };
+        self.core
+            .ext
+            .registrations()
+            .has_command(name)
+            .then(|| (name.to_string(), args.to_string()))
+    }
+
+    /// Runs an extension command to its end; a throw is reported by the host as
+    /// `extension_error` (`command:<name>`).
+    pub async fn run_extension_command(&self, name: &str, args: &str) {
+        let Some(host) = self.core.ext.host().cloned() else {
+            return;
+        };
+        let mut params = Map::new();
+        params.insert("name".into(), json!(name));
+        params.insert("args".into(), json!(args));
+        params.insert("ctx".into(), self.core.ext_ctx());
+        if let Err(e) = host.request("command", params).await {
+            self.core
+                .ext_error(&format!("command:{name}"), "command", &e.to_string())
+                .await;
+        }
+    }
+}
+
+impl Core {
+    /// Pi's `_runInputHandlers`: `source` is `rpc` or `extension`; `streaming_behavior` only
+    /// while a run is active.
+    pub(crate) async fn ext_input(
+        &self,
+        text: String,
+        images: Vec<ImageContent>,
+        source: &str,
+        streaming_behavior: Option<&str>,
+    ) -> InputOutcome {
+        if !self.ext.handles("input") {
+            return InputOutcome::Continue(text, images);
+        }
+        let mut payload = json!({ "text": text, "source": source });
+        if !images.is_empty() {
+            payload["images"] = json!(images);
+        }
+        if let Some(b) = streaming_behavior {
+            payload["streamingBehavior"] = json!(b);
+        }
+        let Some(result) = self.ext_emit("input", payload).await else {
+            return InputOutcome::Continue(text, images);
+        };
+        match result.get("action").and_then(Value::as_str) {
+            Some("handled") => InputOutcome::Handled,
+            Some("transform") => {
+                let text = result
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or(text);
+                let images = match result.get("images") {
+                    Some(v) if !v.is_null() => serde_json::from_value(v.clone()).unwrap_or(images),
+                    _ => images,
+                };
+                InputOutcome::Continue(text, images)
+            }
+            _ => InputOutcome::Continue(text, images),
+        }
+    }
+
+    /// `before_agent_start` for a user prompt (after expansion).
+    pub(crate) async fn ext_before_agent_start(
+        &self,
+        prompt: &str,
+        images: &[ImageContent],
+    ) -> BeforeAgentStart {
+        if !self.ext.handles("before_agent_start") {
+            return BeforeAgentStart::default();
+        }
+        let mut payload = json!({ "messageType": "user", "prompt": prompt });
+        if !images.is_empty() {
+            payload["images"] = json!(images);
+        }
+        if let Some(agent) = self.agent() {
+            payload["systemPrompt"] = json!(self.system_prompt_text(&agent));
+        }
+        let Some(result) = self.ext_emit("before_agent_start", payload).await else {
+            return BeforeAgentStart::default();
+        };
+        BeforeAgentStart {
+            messages: result
+                .get("messages")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            system_prompt: result
+                .get("systemPrompt")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+}
