@@ -33,6 +33,7 @@ pub use message::{
 pub use model::Model;
 pub use record::{KeyOrder, Rest};
 pub use response::{Outcome, RpcResponse};
+pub use results::ResponseData;
 pub use session_entry::{FileEntry, SessionEntry, SessionHeader, SessionTreeNode};
 pub use thinking::ThinkingLevel;
 pub use usage::{StopReason, Usage, UsageCost};
