@@ -126,9 +126,20 @@ pub struct CompactionResult {
     pub estimated_tokens_after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Pi: `{readFiles, modifiedFiles}`; extensions may store anything.
+    /// Pi: [`CompactionDetails`]; extensions may store anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+}
+
+/// The `details` Pi stores with a compaction it generated (Pi's `CompactionDetails`; branch
+/// summaries use the same shape): the files the summarized part only read, and those it wrote
+/// or edited, each sorted by UTF-16 code units. `details` itself is a [`Value`] wherever it is
+/// carried, because an extension may store anything there.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionDetails {
+    pub read_files: Vec<String>,
+    pub modified_files: Vec<String>,
 }
 
 /// Where a resource is configured.

@@ -20,7 +20,7 @@ use pi_protocol::event::{MessageUpdateRef, SessionEvent};
 use pi_protocol::extension_ui::{ExtensionUiRequest, UiRequest};
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::response::{Outcome, RpcResponse};
-use pi_protocol::results::{ForkData, LastAssistantTextData, ResponseData};
+use pi_protocol::results::{CompactionDetails, ForkData, LastAssistantTextData, ResponseData};
 use pi_protocol::session_entry::{FileEntry, SessionEntry};
 use pi_protocol::usage::StopReason;
 use serde::Serialize;
@@ -450,6 +450,28 @@ fn doc_session_entries() {
     kinds.sort_unstable();
     kinds.dedup();
     assert_eq!(kinds.len(), 11, "every entry type is covered: {kinds:?}");
+    assert_eq!(check_generated_details("doc_session.jsonl", &entries), 2);
+}
+
+/// Round-trips the `details` of every compaction and branch summary Pi generated (those with
+/// file lists) through [`CompactionDetails`]; returns how many there were.
+fn check_generated_details(name: &str, entries: &[FileEntry]) -> usize {
+    let mut checked = 0;
+    for e in entries {
+        let details = match e {
+            FileEntry::Entry(SessionEntry::Compaction(c)) => c.details.as_ref(),
+            FileEntry::Entry(SessionEntry::BranchSummary(b)) => b.details.as_ref(),
+            _ => None,
+        };
+        if let Some(details) = details.filter(|d| d.get("readFiles").is_some()) {
+            round_trip::<CompactionDetails>(
+                &format!("{name}: details"),
+                &to_js_string(details).unwrap(),
+            );
+            checked += 1;
+        }
+    }
+    checked
 }
 
 #[test]
@@ -525,6 +547,10 @@ fn real_compaction_run() {
         }
     )));
     let entries = check_session_file("real_compaction_session.jsonl");
+    assert_eq!(
+        check_generated_details("real_compaction_session.jsonl", &entries),
+        1
+    );
     let compaction = entries
         .iter()
         .find_map(|e| match e {
