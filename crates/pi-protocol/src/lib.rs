@@ -24,7 +24,7 @@ pub use content::{
     AssistantBlock, ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall, UserBlock,
     UserContent,
 };
-pub use event::{MessageUpdateRef, SessionEvent};
+pub use event::{AgentEventRef, SessionEvent, UsageRef};
 pub use extension_ui::{ExtensionUiRequest, UiRequest};
 pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
