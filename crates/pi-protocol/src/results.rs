@@ -332,7 +332,9 @@ pub struct CommandsData {
 
 /// The `data` of a successful response, one variant per shape. Serializes as the payload alone
 /// (`null` for an empty `cycle_model`/`cycle_thinking_level`); [`ResponseData::decode`] reads it
-/// back given the command.
+/// back given the command. RPC mode streams the large ones without this wrapper: `get_messages`
+/// and `get_entries` as `RpcResponse<MessagesData>` / `RpcResponse<EntriesData<&[_]>>`, and
+/// `get_tree` written iteratively in the [`TreeData`] shape (a deep tree is too deep for serde).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ResponseData {
