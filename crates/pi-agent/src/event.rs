@@ -2,11 +2,12 @@
 
 use pi_ai::StreamEvent;
 use pi_protocol::assistant_event::WireAssistantEvent;
+use pi_protocol::event::{AgentEventRef, UsageRef};
 use pi_protocol::message::{AgentMessage, ToolResultMessage};
 use pi_protocol::tool::AgentToolResult;
 use pi_protocol::usage::Usage;
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 /// One step of a low-level run (`AgentEvent` of pi-agent-core).
@@ -69,12 +70,77 @@ impl AgentEvent {
         }
     }
 
-    /// The stdout record of this event. `agent_end` carries the session's `willRetry`.
-    pub fn wire(&self, will_retry: bool) -> WireAgentEvent<'_> {
-        WireAgentEvent {
-            event: self,
-            will_retry,
-            usage_json: None,
+    /// The stdout record of this event. `agent_end` carries the session's `willRetry`; a
+    /// `message_update` writes `usage_json` (its [`Self::update_usage`], already serialized)
+    /// when given.
+    pub fn wire<'a>(
+        &'a self,
+        will_retry: bool,
+        usage_json: Option<&'a RawValue>,
+    ) -> AgentEventRef<'a> {
+        use AgentEventRef as R;
+        match self {
+            AgentEvent::AgentStart => R::AgentStart {},
+            AgentEvent::TurnStart => R::TurnStart {},
+            AgentEvent::MessageStart { message } => R::MessageStart { message },
+            AgentEvent::MessageUpdate { event } => {
+                let (usage, assistant_message_event) = wire_update(event);
+                R::MessageUpdate {
+                    usage: match usage_json {
+                        Some(raw) => UsageRef::Serialized(raw),
+                        None => UsageRef::Value(usage),
+                    },
+                    assistant_message_event,
+                }
+            }
+            AgentEvent::MessageEnd { message } => R::MessageEnd { message },
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+            } => R::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+                parent_tool_call_id: None,
+            },
+            AgentEvent::ToolExecutionUpdate {
+                tool_call_id,
+                tool_name,
+                args,
+                partial_result,
+            } => R::ToolExecutionUpdate {
+                tool_call_id,
+                tool_name,
+                args,
+                partial_result,
+                parent_tool_call_id: None,
+            },
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error,
+                duration_ms,
+            } => R::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error: *is_error,
+                duration_ms: *duration_ms,
+                parent_tool_call_id: None,
+            },
+            AgentEvent::TurnEnd {
+                message,
+                tool_results,
+            } => R::TurnEnd {
+                message,
+                tool_results,
+            },
+            AgentEvent::AgentEnd { messages } => R::AgentEnd {
+                messages,
+                will_retry,
+            },
         }
     }
 
@@ -84,90 +150,6 @@ impl AgentEvent {
             AgentEvent::MessageUpdate { event } => Some(wire_update(event).0),
             _ => None,
         }
-    }
-}
-
-/// Serializes an [`AgentEvent`] exactly as Pi writes it in RPC and JSON mode.
-pub struct WireAgentEvent<'a> {
-    event: &'a AgentEvent,
-    will_retry: bool,
-    /// A `message_update`'s usage, already serialized (it rarely changes between deltas).
-    usage_json: Option<&'a serde_json::value::RawValue>,
-}
-
-impl<'a> WireAgentEvent<'a> {
-    /// Writes `usage` (the serialized [`AgentEvent::update_usage`]) as the usage of a
-    /// `message_update`.
-    pub fn with_usage_json(mut self, usage: &'a serde_json::value::RawValue) -> Self {
-        self.usage_json = Some(usage);
-        self
-    }
-}
-
-impl Serialize for WireAgentEvent<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("type", self.event.type_name())?;
-        match self.event {
-            AgentEvent::AgentStart | AgentEvent::TurnStart => {}
-            AgentEvent::MessageStart { message } => m.serialize_entry("message", message)?,
-            AgentEvent::MessageEnd { message } => m.serialize_entry("message", message)?,
-            AgentEvent::MessageUpdate { event } => {
-                let (usage, wire) = wire_update(event);
-                match self.usage_json {
-                    Some(raw) => m.serialize_entry("usage", raw)?,
-                    None => m.serialize_entry("usage", usage)?,
-                }
-                m.serialize_entry("assistantMessageEvent", &wire)?;
-            }
-            AgentEvent::ToolExecutionStart {
-                tool_call_id,
-                tool_name,
-                args,
-            } => {
-                m.serialize_entry("toolCallId", tool_call_id)?;
-                m.serialize_entry("toolName", tool_name)?;
-                m.serialize_entry("args", args)?;
-            }
-            AgentEvent::ToolExecutionUpdate {
-                tool_call_id,
-                tool_name,
-                args,
-                partial_result,
-            } => {
-                m.serialize_entry("toolCallId", tool_call_id)?;
-                m.serialize_entry("toolName", tool_name)?;
-                m.serialize_entry("args", args)?;
-                m.serialize_entry("partialResult", partial_result)?;
-            }
-            AgentEvent::ToolExecutionEnd {
-                tool_call_id,
-                tool_name,
-                result,
-                is_error,
-                duration_ms,
-            } => {
-                m.serialize_entry("toolCallId", tool_call_id)?;
-                m.serialize_entry("toolName", tool_name)?;
-                m.serialize_entry("result", result)?;
-                m.serialize_entry("isError", is_error)?;
-                if let Some(d) = duration_ms {
-                    m.serialize_entry("durationMs", d)?;
-                }
-            }
-            AgentEvent::TurnEnd {
-                message,
-                tool_results,
-            } => {
-                m.serialize_entry("message", message)?;
-                m.serialize_entry("toolResults", tool_results)?;
-            }
-            AgentEvent::AgentEnd { messages } => {
-                m.serialize_entry("messages", messages)?;
-                m.serialize_entry("willRetry", &self.will_retry)?;
-            }
-        }
-        m.end()
     }
 }
 

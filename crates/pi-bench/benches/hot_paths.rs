@@ -6,7 +6,7 @@
 //! * `sse`: `pi_ai::sse::SseDecoder` over an openai-completions stream, in socket-sized reads
 //!   and one event per read.
 //! * `event`: `to_js_string` of a `message_update` (`SessionEvent` and the borrowed
-//!   `MessageUpdateRef` the agent uses).
+//!   `AgentEventRef` the agent uses).
 //! * `session_line`: `parse_js_json` + `SessionEntry::from_map` of each kind of session line.
 //! * `truncate`: `truncate_head` (read/grep output) and `truncate_tail` (bash output).
 //!
@@ -25,8 +25,8 @@ use pi_bench::mock::render;
 use pi_js::json::{to_js_line, to_js_string};
 use pi_js::parse::parse_js_json;
 use pi_protocol::{
-    MessageUpdateRef, Outcome, RpcResponse, SessionEntry, SessionEvent, Usage, WireAssistantEvent,
-    decode_command,
+    AgentEventRef, Outcome, RpcResponse, SessionEntry, SessionEvent, Usage, UsageRef,
+    WireAssistantEvent, decode_command,
 };
 use pi_test_support::mock::Reply;
 use pi_test_support::mock::script::{Chunks, Step};
@@ -121,11 +121,11 @@ fn event(c: &mut Criterion) {
     g.bench_function("message_update/SessionEvent", |b| {
         b.iter(|| black_box(to_js_string(black_box(&owned)).unwrap()))
     });
-    g.bench_function("message_update/MessageUpdateRef", |b| {
+    g.bench_function("message_update/AgentEventRef", |b| {
         b.iter(|| {
-            let r = MessageUpdateRef {
-                usage: black_box(&usage),
-                event: black_box(&wire),
+            let r = AgentEventRef::MessageUpdate {
+                usage: UsageRef::Value(black_box(&usage)),
+                assistant_message_event: black_box(&wire).clone(),
             };
             black_box(to_js_string(&r).unwrap())
         })

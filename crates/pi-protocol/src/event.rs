@@ -1,8 +1,9 @@
 //! Session events as written on stdout in RPC and JSON mode (`JsonAgentSessionEvent`), plus the
 //! RPC-only `extension_error` record.
 //!
-//! Field order is the order Pi writes keys. `message_update` is the hot path: use
-//! [`MessageUpdateRef`] to serialize it straight from borrowed data.
+//! Field order is the order Pi writes keys. The events of the agent loop are written from
+//! borrowed data through [`AgentEventRef`] (no message, result or delta is copied), which
+//! serializes byte-identically to the matching [`SessionEvent`].
 
 use crate::assistant_event::WireAssistantEvent;
 use crate::message::{AgentMessage, ToolResultMessage};
@@ -11,9 +12,9 @@ use crate::session_entry::SessionEntry;
 use crate::thinking::ThinkingLevel;
 use crate::tool::AgentToolResult;
 use crate::usage::Usage;
-use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Why a compaction started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -210,21 +211,146 @@ impl SessionEvent {
     }
 }
 
-/// A `message_update` record over borrowed data, byte-identical to
-/// [`SessionEvent::MessageUpdate`]: `{"type":"message_update","usage":..,"assistantMessageEvent":..}`.
-#[derive(Debug, Clone, Copy)]
-pub struct MessageUpdateRef<'a> {
-    pub usage: &'a Usage,
-    pub event: &'a WireAssistantEvent<'a>,
+/// The agent-loop events of [`SessionEvent`] over borrowed data: what RPC and JSON mode write
+/// for every event of a run. Each variant serializes byte-identically to the `SessionEvent`
+/// variant of the same name ([`SessionEvent::as_agent_event`] gives the pairing).
+// Built on the stack for one write and dropped: boxing the `message_update` payload would
+// allocate once per streamed delta.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum AgentEventRef<'a> {
+    AgentStart {},
+    AgentEnd {
+        messages: &'a [AgentMessage],
+        will_retry: bool,
+    },
+    TurnStart {},
+    TurnEnd {
+        message: &'a AgentMessage,
+        tool_results: &'a [ToolResultMessage],
+    },
+    MessageStart {
+        message: &'a AgentMessage,
+    },
+    MessageUpdate {
+        usage: UsageRef<'a>,
+        assistant_message_event: WireAssistantEvent<'a>,
+    },
+    MessageEnd {
+        message: &'a AgentMessage,
+    },
+    ToolExecutionStart {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        args: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
+    },
+    ToolExecutionUpdate {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        args: &'a Value,
+        partial_result: &'a AgentToolResult,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
+    },
+    ToolExecutionEnd {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        result: &'a AgentToolResult,
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parent_tool_call_id: Option<&'a str>,
+    },
 }
 
-impl Serialize for MessageUpdateRef<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(3))?;
-        m.serialize_entry("type", "message_update")?;
-        m.serialize_entry("usage", self.usage)?;
-        m.serialize_entry("assistantMessageEvent", self.event)?;
-        m.end()
+/// The `usage` of a `message_update`: the value, or the same value already serialized (it
+/// rarely changes between the deltas of one response).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(untagged)]
+pub enum UsageRef<'a> {
+    Value(&'a Usage),
+    Serialized(&'a RawValue),
+}
+
+impl SessionEvent {
+    /// This event as an [`AgentEventRef`], for the agent-loop events; `None` for the others.
+    pub fn as_agent_event(&self) -> Option<AgentEventRef<'_>> {
+        use AgentEventRef as R;
+        Some(match self {
+            SessionEvent::AgentStart {} => R::AgentStart {},
+            SessionEvent::AgentEnd {
+                messages,
+                will_retry,
+            } => R::AgentEnd {
+                messages,
+                will_retry: *will_retry,
+            },
+            SessionEvent::TurnStart {} => R::TurnStart {},
+            SessionEvent::TurnEnd {
+                message,
+                tool_results,
+            } => R::TurnEnd {
+                message,
+                tool_results,
+            },
+            SessionEvent::MessageStart { message } => R::MessageStart { message },
+            SessionEvent::MessageUpdate {
+                usage,
+                assistant_message_event,
+            } => R::MessageUpdate {
+                usage: UsageRef::Value(usage),
+                assistant_message_event: assistant_message_event.clone(),
+            },
+            SessionEvent::MessageEnd { message } => R::MessageEnd { message },
+            SessionEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+                parent_tool_call_id,
+            } => R::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                args,
+                parent_tool_call_id: parent_tool_call_id.as_deref(),
+            },
+            SessionEvent::ToolExecutionUpdate {
+                tool_call_id,
+                tool_name,
+                args,
+                partial_result,
+                parent_tool_call_id,
+            } => R::ToolExecutionUpdate {
+                tool_call_id,
+                tool_name,
+                args,
+                partial_result,
+                parent_tool_call_id: parent_tool_call_id.as_deref(),
+            },
+            SessionEvent::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error,
+                duration_ms,
+                parent_tool_call_id,
+            } => R::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error: *is_error,
+                duration_ms: *duration_ms,
+                parent_tool_call_id: parent_tool_call_id.as_deref(),
+            },
+            _ => return None,
+        })
     }
 }
 
@@ -235,15 +361,21 @@ mod tests {
     use std::borrow::Cow;
 
     #[test]
-    fn message_update_ref_matches_owned() {
+    fn borrowed_message_update_matches_owned() {
         let usage = Usage::zero();
         let event = WireAssistantEvent::TextDelta {
             content_index: 0,
             delta: Cow::Borrowed("Hello "),
         };
-        let borrowed = to_js_string(&MessageUpdateRef {
-            usage: &usage,
-            event: &event,
+        let borrowed = to_js_string(&AgentEventRef::MessageUpdate {
+            usage: UsageRef::Value(&usage),
+            assistant_message_event: event.clone(),
+        })
+        .unwrap();
+        let usage_json = RawValue::from_string(to_js_string(&usage).unwrap()).unwrap();
+        let cached = to_js_string(&AgentEventRef::MessageUpdate {
+            usage: UsageRef::Serialized(&usage_json),
+            assistant_message_event: event.clone(),
         })
         .unwrap();
         let owned = to_js_string(&SessionEvent::MessageUpdate {
@@ -252,6 +384,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(borrowed, owned);
+        assert_eq!(cached, owned);
         assert_eq!(
             owned,
             r#"{"type":"message_update","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hello "}}"#

@@ -24,7 +24,7 @@ pub use content::{
     AssistantBlock, ContentBlock, ImageContent, TextContent, ThinkingContent, ToolCall, UserBlock,
     UserContent,
 };
-pub use event::{MessageUpdateRef, SessionEvent};
+pub use event::{AgentEventRef, SessionEvent, UsageRef};
 pub use extension_ui::{ExtensionUiRequest, UiRequest};
 pub use message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
@@ -33,6 +33,7 @@ pub use message::{
 pub use model::Model;
 pub use record::{KeyOrder, Rest};
 pub use response::{Outcome, RpcResponse};
+pub use results::ResponseData;
 pub use session_entry::{FileEntry, SessionEntry, SessionHeader, SessionTreeNode};
 pub use thinking::ThinkingLevel;
 pub use usage::{StopReason, Usage, UsageCost};

@@ -1,5 +1,6 @@
 //! The `data` payloads of RPC responses, and the result objects they embed (`BashResult`,
-//! `CompactionResult`, `SessionStats`, `RpcSessionState`, slash commands).
+//! `CompactionResult`, `SessionStats`, `RpcSessionState`, slash commands). [`ResponseData`] is
+//! the payload of any response: what RPC mode sends, and what the doc-example tests decode.
 //!
 //! These are built by us and never persisted, so they are plain serde structs with a fixed key
 //! order (the order Pi writes) and no unknown-key retention.
@@ -12,6 +13,7 @@ use crate::thinking::ThinkingLevel;
 use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// `get_state` data. `model` is always present in practice (the placeholder when nothing is
 /// available); `sessionFile` is absent with `--no-session`; `sessionName` only when set.
@@ -124,9 +126,20 @@ pub struct CompactionResult {
     pub estimated_tokens_after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Pi: `{readFiles, modifiedFiles}`; extensions may store anything.
+    /// Pi: [`CompactionDetails`]; extensions may store anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+}
+
+/// The `details` Pi stores with a compaction it generated (Pi's `CompactionDetails`; branch
+/// summaries use the same shape): the files the summarized part only read, and those it wrote
+/// or edited, each sorted by UTF-16 code units. `details` itself is a [`Value`] wherever it is
+/// carried, because an extension may store anything there.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionDetails {
+    pub read_files: Vec<String>,
+    pub modified_files: Vec<String>,
 }
 
 /// Where a resource is configured.
@@ -281,11 +294,12 @@ pub struct ForkMessagesData {
     pub messages: Vec<ForkMessage>,
 }
 
-/// `get_entries` data. `leafId` is `null` for an empty session.
+/// `get_entries` data. `leafId` is `null` for an empty session. `entries` is any sequence of
+/// entries, so a response can be written from the session's own slice (`&[SessionEntry]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EntriesData {
-    pub entries: Vec<SessionEntry>,
+pub struct EntriesData<E = Vec<SessionEntry>> {
+    pub entries: E,
     pub leaf_id: Option<String>,
 }
 
@@ -304,16 +318,126 @@ pub struct LastAssistantTextData {
     pub text: Option<String>,
 }
 
-/// `get_messages` data.
+/// `get_messages` data (the transcript's shared messages, written without copying them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessagesData {
-    pub messages: Vec<AgentMessage>,
+    pub messages: Vec<Arc<AgentMessage>>,
 }
 
 /// `get_commands` data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandsData {
     pub commands: Vec<RpcSlashCommand>,
+}
+
+/// The `data` of a successful response, one variant per shape. Serializes as the payload alone
+/// (`null` for an empty `cycle_model`/`cycle_thinking_level`); [`ResponseData::decode`] reads it
+/// back given the command. RPC mode streams the large ones without this wrapper: `get_messages`
+/// and `get_entries` as `RpcResponse<MessagesData>` / `RpcResponse<EntriesData<&[_]>>`, and
+/// `get_tree` written iteratively in the [`TreeData`] shape (a deep tree is too deep for serde).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ResponseData {
+    Prompt(PromptData),
+    QueuedInput(QueuedInputData),
+    ClearQueue(ClearQueueData),
+    Cancelled(CancelledData),
+    State(Box<RpcSessionState>),
+    Model(Box<Model>),
+    CycleModel(Option<Box<CycleModelData>>),
+    AvailableModels(AvailableModelsData),
+    ThinkingLevel(Option<ThinkingLevelData>),
+    AvailableThinkingLevels(AvailableThinkingLevelsData),
+    Compaction(Box<CompactionResult>),
+    Bash(BashResult),
+    SessionStats(Box<SessionStats>),
+    ExportHtml(ExportHtmlData),
+    Fork(ForkData),
+    ForkMessages(ForkMessagesData),
+    Entries(EntriesData),
+    Tree(TreeData),
+    LastAssistantText(LastAssistantTextData),
+    Messages(MessagesData),
+    Commands(CommandsData),
+}
+
+impl ResponseData {
+    /// Reads the `data` of a successful response to `command`; `None` for a command whose
+    /// responses carry no data.
+    pub fn decode(command: &str, data: Value) -> Option<Result<Self, serde_json::Error>> {
+        use serde_json::from_value as f;
+        Some(match command {
+            "prompt" => f(data).map(Self::Prompt),
+            "steer" | "follow_up" => f(data).map(Self::QueuedInput),
+            "clear_queue" => f(data).map(Self::ClearQueue),
+            "new_session" | "switch_session" | "clone" => f(data).map(Self::Cancelled),
+            "get_state" => f(data).map(Self::State),
+            "set_model" => f(data).map(Self::Model),
+            "cycle_model" => f(data).map(Self::CycleModel),
+            "get_available_models" => f(data).map(Self::AvailableModels),
+            "cycle_thinking_level" => f(data).map(Self::ThinkingLevel),
+            "get_available_thinking_levels" => f(data).map(Self::AvailableThinkingLevels),
+            "compact" => f(data).map(Self::Compaction),
+            "bash" => f(data).map(Self::Bash),
+            "get_session_stats" => f(data).map(Self::SessionStats),
+            "export_html" => f(data).map(Self::ExportHtml),
+            "fork" => f(data).map(Self::Fork),
+            "get_fork_messages" => f(data).map(Self::ForkMessages),
+            "get_entries" => f(data).map(Self::Entries),
+            "get_tree" => f(data).map(Self::Tree),
+            "get_last_assistant_text" => f(data).map(Self::LastAssistantText),
+            "get_messages" => f(data).map(Self::Messages),
+            "get_commands" => f(data).map(Self::Commands),
+            _ => return None,
+        })
+    }
+}
+
+/// `From<payload> for ResponseData`, so a handler answers `Outcome::Data(payload.into())`.
+macro_rules! into_response_data {
+    ($wrap:path => $($variant:ident($ty:ty)),* $(,)?) => {
+        $(
+            impl From<$ty> for ResponseData {
+                fn from(data: $ty) -> Self {
+                    ResponseData::$variant($wrap(data))
+                }
+            }
+        )*
+    };
+}
+
+into_response_data! {
+    std::convert::identity =>
+    Prompt(PromptData),
+    QueuedInput(QueuedInputData),
+    ClearQueue(ClearQueueData),
+    Cancelled(CancelledData),
+    AvailableModels(AvailableModelsData),
+    ThinkingLevel(Option<ThinkingLevelData>),
+    AvailableThinkingLevels(AvailableThinkingLevelsData),
+    Bash(BashResult),
+    ExportHtml(ExportHtmlData),
+    Fork(ForkData),
+    ForkMessages(ForkMessagesData),
+    Entries(EntriesData),
+    Tree(TreeData),
+    LastAssistantText(LastAssistantTextData),
+    Messages(MessagesData),
+    Commands(CommandsData),
+}
+
+into_response_data! {
+    Box::new =>
+    State(RpcSessionState),
+    Model(Model),
+    Compaction(CompactionResult),
+    SessionStats(SessionStats),
+}
+
+impl From<Option<CycleModelData>> for ResponseData {
+    fn from(data: Option<CycleModelData>) -> Self {
+        ResponseData::CycleModel(data.map(Box::new))
+    }
 }
 
 #[cfg(test)]

@@ -16,12 +16,11 @@ use pi_js::parse::parse_js_json;
 use pi_protocol::assistant_event::WireAssistantEvent;
 use pi_protocol::command::{Incoming, decode_command};
 use pi_protocol::content::AssistantBlock;
-use pi_protocol::event::{MessageUpdateRef, SessionEvent};
+use pi_protocol::event::SessionEvent;
 use pi_protocol::extension_ui::{ExtensionUiRequest, UiRequest};
 use pi_protocol::message::{AgentMessage, SystemMessage};
-use pi_protocol::model::Model;
 use pi_protocol::response::{Outcome, RpcResponse};
-use pi_protocol::results::*;
+use pi_protocol::results::{CompactionDetails, ForkData, LastAssistantTextData, ResponseData};
 use pi_protocol::session_entry::{FileEntry, SessionEntry};
 use pi_protocol::usage::StopReason;
 use serde::Serialize;
@@ -61,88 +60,74 @@ fn round_trip<T: DeserializeOwned + Serialize>(where_: &str, line: &str) -> T {
     typed
 }
 
-/// The typed `data` of every response shape.
-enum Data {
-    Prompt(PromptData),
-    Queued(QueuedInputData),
-    ClearQueue(ClearQueueData),
-    Cancelled(CancelledData),
-    State(Box<RpcSessionState>),
-    Model(Box<Model>),
-    CycleModel(Option<Box<CycleModelData>>),
-    Models(AvailableModelsData),
-    Level(Option<ThinkingLevelData>),
-    Levels(AvailableThinkingLevelsData),
-    Compact(CompactionResult),
-    Bash(BashResult),
-    Stats(SessionStats),
-    Export(ExportHtmlData),
-    Fork(ForkData),
-    ForkMessages(ForkMessagesData),
-    Entries(EntriesData),
-    Tree(TreeData),
-    LastText(LastAssistantTextData),
-    Messages(MessagesData),
-    Commands(CommandsData),
-}
-
-impl Serialize for Data {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Data::Prompt(d) => d.serialize(s),
-            Data::Queued(d) => d.serialize(s),
-            Data::ClearQueue(d) => d.serialize(s),
-            Data::Cancelled(d) => d.serialize(s),
-            Data::State(d) => d.serialize(s),
-            Data::Model(d) => d.serialize(s),
-            Data::CycleModel(d) => d.serialize(s),
-            Data::Models(d) => d.serialize(s),
-            Data::Level(d) => d.serialize(s),
-            Data::Levels(d) => d.serialize(s),
-            Data::Compact(d) => d.serialize(s),
-            Data::Bash(d) => d.serialize(s),
-            Data::Stats(d) => d.serialize(s),
-            Data::Export(d) => d.serialize(s),
-            Data::Fork(d) => d.serialize(s),
-            Data::ForkMessages(d) => d.serialize(s),
-            Data::Entries(d) => d.serialize(s),
-            Data::Tree(d) => d.serialize(s),
-            Data::LastText(d) => d.serialize(s),
-            Data::Messages(d) => d.serialize(s),
-            Data::Commands(d) => d.serialize(s),
+/// Which [`ResponseData`] shape a payload is. Exhaustive: a new shape must be named here, and
+/// [`every_response_shape_is_covered`] then demands an example of it.
+fn shape(data: &ResponseData) -> &'static str {
+    match data {
+        ResponseData::Prompt(_) => "Prompt",
+        ResponseData::QueuedInput(_) => "QueuedInput",
+        ResponseData::ClearQueue(_) => "ClearQueue",
+        ResponseData::Cancelled(_) => "Cancelled",
+        ResponseData::State(_) => "State",
+        ResponseData::Model(_) => "Model",
+        ResponseData::CycleModel(Some(_)) => "CycleModel",
+        ResponseData::CycleModel(None) => "CycleModel(null)",
+        ResponseData::AvailableModels(_) => "AvailableModels",
+        ResponseData::ThinkingLevel(Some(_)) => "ThinkingLevel",
+        ResponseData::ThinkingLevel(None) => "ThinkingLevel(null)",
+        ResponseData::AvailableThinkingLevels(_) => "AvailableThinkingLevels",
+        ResponseData::Compaction(_) => "Compaction",
+        ResponseData::Bash(_) => "Bash",
+        ResponseData::SessionStats(_) => "SessionStats",
+        ResponseData::ExportHtml(_) => "ExportHtml",
+        ResponseData::Fork(ForkData { text: Some(_), .. }) => "Fork",
+        ResponseData::Fork(ForkData { text: None, .. }) => "Fork(no text)",
+        ResponseData::ForkMessages(_) => "ForkMessages",
+        ResponseData::Entries(_) => "Entries",
+        ResponseData::Tree(_) => "Tree",
+        ResponseData::LastAssistantText(LastAssistantTextData { text: Some(_) }) => {
+            "LastAssistantText"
         }
+        ResponseData::LastAssistantText(LastAssistantTextData { text: None }) => {
+            "LastAssistantText({})"
+        }
+        ResponseData::Messages(_) => "Messages",
+        ResponseData::Commands(_) => "Commands",
     }
 }
 
-fn typed_data(command: &str, data: Value) -> Result<Data, serde_json::Error> {
-    use serde_json::from_value as f;
-    Ok(match command {
-        "prompt" => Data::Prompt(f(data)?),
-        "steer" | "follow_up" => Data::Queued(f(data)?),
-        "clear_queue" => Data::ClearQueue(f(data)?),
-        "new_session" | "switch_session" | "clone" => Data::Cancelled(f(data)?),
-        "get_state" => Data::State(f(data)?),
-        "set_model" => Data::Model(f(data)?),
-        "cycle_model" => Data::CycleModel(f(data)?),
-        "get_available_models" => Data::Models(f(data)?),
-        "cycle_thinking_level" => Data::Level(f(data)?),
-        "get_available_thinking_levels" => Data::Levels(f(data)?),
-        "compact" => Data::Compact(f(data)?),
-        "bash" => Data::Bash(f(data)?),
-        "get_session_stats" => Data::Stats(f(data)?),
-        "export_html" => Data::Export(f(data)?),
-        "fork" => Data::Fork(f(data)?),
-        "get_fork_messages" => Data::ForkMessages(f(data)?),
-        "get_entries" => Data::Entries(f(data)?),
-        "get_tree" => Data::Tree(f(data)?),
-        "get_last_assistant_text" => Data::LastText(f(data)?),
-        "get_messages" => Data::Messages(f(data)?),
-        "get_commands" => Data::Commands(f(data)?),
-        other => panic!("no data type for command {other}"),
-    })
-}
+/// Every shape [`shape`] names.
+const SHAPES: [&str; 25] = [
+    "Prompt",
+    "QueuedInput",
+    "ClearQueue",
+    "Cancelled",
+    "State",
+    "Model",
+    "CycleModel",
+    "CycleModel(null)",
+    "AvailableModels",
+    "ThinkingLevel",
+    "ThinkingLevel(null)",
+    "AvailableThinkingLevels",
+    "Compaction",
+    "Bash",
+    "SessionStats",
+    "ExportHtml",
+    "Fork",
+    "Fork(no text)",
+    "ForkMessages",
+    "Entries",
+    "Tree",
+    "LastAssistantText",
+    "LastAssistantText({})",
+    "Messages",
+    "Commands",
+];
 
-fn check_response(where_: &str, line: &str) {
+/// Checks a response line against [`RpcResponse`]`<`[`ResponseData`]`>` (the type RPC mode
+/// sends); returns the shape of its `data`, if any.
+fn check_response(where_: &str, line: &str) -> Option<&'static str> {
     let Value::Object(obj) = parse(line) else {
         panic!("{where_}: not an object")
     };
@@ -152,7 +137,8 @@ fn check_response(where_: &str, line: &str) {
             Some(data) => {
                 let name = command.as_ref().and_then(Value::as_str).unwrap_or_default();
                 Outcome::Data(
-                    typed_data(name, data.clone())
+                    ResponseData::decode(name, data.clone())
+                        .unwrap_or_else(|| panic!("{where_}: no data type for command {name}"))
                         .unwrap_or_else(|e| panic!("{where_}: data of {name}: {e}\n{line}")),
                 )
             }
@@ -172,6 +158,10 @@ fn check_response(where_: &str, line: &str) {
         outcome,
     };
     assert_eq!(to_js_string(&response).unwrap(), line, "{where_}");
+    match &response.outcome {
+        Outcome::Data(data) => Some(shape(data)),
+        _ => None,
+    }
 }
 
 fn assert_message_typed(where_: &str, m: &AgentMessage) {
@@ -201,7 +191,9 @@ fn check_rpc_stream(name: &str) -> Vec<SessionEvent> {
             .and_then(Value::as_str)
             .map(str::to_string);
         match kind.as_deref() {
-            Some("response") => check_response(&where_, &line),
+            Some("response") => {
+                check_response(&where_, &line);
+            }
             Some("extension_ui_request") => {
                 round_trip::<ExtensionUiRequest>(&where_, &line);
             }
@@ -325,19 +317,18 @@ fn check_event_contents(where_: &str, line: &str, event: &SessionEvent) {
             assert_entry_typed(where_, entry);
             assert_entry_pi_order(where_, entry);
         }
-        SessionEvent::MessageUpdate {
-            usage,
-            assistant_message_event,
-        } => {
+        SessionEvent::MessageUpdate { usage, .. } => {
             assert!(usage.rest.order().is_canonical(), "{where_}: usage order");
-            let fast = to_js_string(&MessageUpdateRef {
-                usage,
-                event: assistant_message_event,
-            })
-            .unwrap();
-            assert_eq!(fast, line, "{where_}: MessageUpdateRef differs");
         }
         _ => {}
+    }
+    // Agent-loop events are sent through their borrowed form: it must write the same bytes.
+    if let Some(borrowed) = event.as_agent_event() {
+        assert_eq!(
+            to_js_string(&borrowed).unwrap(),
+            line,
+            "{where_}: AgentEventRef differs"
+        );
     }
 }
 
@@ -384,6 +375,31 @@ fn doc_rpc_responses() {
     for (n, line) in fixture("doc_rpc_responses.jsonl") {
         check_response(&format!("doc_rpc_responses.jsonl:{n}"), &line);
     }
+}
+
+/// Every payload RPC mode can send has an example: the docs' responses, or a recorded run.
+#[test]
+fn every_response_shape_is_covered() {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in [
+        "doc_rpc_responses.jsonl",
+        "real_openai_rpc.jsonl",
+        "real_anthropic_rpc.jsonl",
+        "real_extension_rpc.jsonl",
+        "real_compaction_rpc.jsonl",
+        "real_error_rpc.jsonl",
+    ] {
+        for (n, line) in fixture(name) {
+            if parse(&line).get("type").and_then(Value::as_str) == Some("response") {
+                seen.extend(check_response(&format!("{name}:{n}"), &line));
+            }
+        }
+    }
+    let missing: Vec<&str> = SHAPES.into_iter().filter(|s| !seen.contains(s)).collect();
+    assert!(
+        missing.is_empty(),
+        "response shapes without an example: {missing:?}"
+    );
 }
 
 #[test]
@@ -433,6 +449,28 @@ fn doc_session_entries() {
     kinds.sort_unstable();
     kinds.dedup();
     assert_eq!(kinds.len(), 11, "every entry type is covered: {kinds:?}");
+    assert_eq!(check_generated_details("doc_session.jsonl", &entries), 2);
+}
+
+/// Round-trips the `details` of every compaction and branch summary Pi generated (those with
+/// file lists) through [`CompactionDetails`]; returns how many there were.
+fn check_generated_details(name: &str, entries: &[FileEntry]) -> usize {
+    let mut checked = 0;
+    for e in entries {
+        let details = match e {
+            FileEntry::Entry(SessionEntry::Compaction(c)) => c.details.as_ref(),
+            FileEntry::Entry(SessionEntry::BranchSummary(b)) => b.details.as_ref(),
+            _ => None,
+        };
+        if let Some(details) = details.filter(|d| d.get("readFiles").is_some()) {
+            round_trip::<CompactionDetails>(
+                &format!("{name}: details"),
+                &to_js_string(details).unwrap(),
+            );
+            checked += 1;
+        }
+    }
+    checked
 }
 
 #[test]
@@ -508,6 +546,10 @@ fn real_compaction_run() {
         }
     )));
     let entries = check_session_file("real_compaction_session.jsonl");
+    assert_eq!(
+        check_generated_details("real_compaction_session.jsonl", &entries),
+        1
+    );
     let compaction = entries
         .iter()
         .find_map(|e| match e {

@@ -12,7 +12,7 @@ use crate::migrate::migrate;
 use crate::paths::{absolute, join, session_file_name};
 use crate::queries::user_message_text;
 use crate::read::{Body, ReadOutcome, read_session_file};
-use crate::store::{Label, NewSession, SessionStore};
+use crate::store::{Label, NewSession, SessionStore, new_header};
 use crate::writer::{SessionFile, terminate_last_line};
 use pi_js::json::to_js_string;
 use pi_js::time::now_iso;
@@ -144,19 +144,10 @@ impl SessionStore {
         };
         let id = uuid_v7();
         let timestamp = now_iso();
-        let mut header = Map::new();
-        header.insert("type".into(), "session".into());
-        header.insert("version".into(), 3.into());
-        header.insert("id".into(), id.as_str().into());
-        header.insert("timestamp".into(), timestamp.as_str().into());
-        header.insert("cwd".into(), self.cwd.to_string_lossy().into_owned().into());
-        if let Some(f) = self.session_file() {
-            header.insert(
-                "parentSession".into(),
-                f.to_string_lossy().into_owned().into(),
-            );
-        }
-        store.header = header;
+        let parent = self
+            .session_file()
+            .map(|f| f.to_string_lossy().into_owned());
+        store.header = new_header(&id, &timestamp, &self.cwd, parent)?;
         store.rebuild_index();
         if let Some(dir) = &self.session_dir {
             let mut file =
@@ -260,19 +251,8 @@ impl SessionStore {
                     .collect()
             }
         };
-        let mut header = Map::new();
-        header.insert("type".into(), "session".into());
-        header.insert("version".into(), 3.into());
-        header.insert("id".into(), id.as_str().into());
-        header.insert("timestamp".into(), timestamp.as_str().into());
-        header.insert(
-            "cwd".into(),
-            target_cwd.to_string_lossy().into_owned().into(),
-        );
-        header.insert(
-            "parentSession".into(),
-            source.to_string_lossy().into_owned().into(),
-        );
+        let parent = source.to_string_lossy().into_owned();
+        let header = new_header(&id, &timestamp, &target_cwd, Some(parent))?;
         let path = join(session_dir, Path::new(&session_file_name(&timestamp, &id)));
         let all = whole_file(&header, &entries)?;
         let header_len = all

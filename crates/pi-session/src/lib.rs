@@ -43,7 +43,7 @@ pub use context::{ContextMessage, ModelRef, SessionContext, SessionProjection, p
 pub use discovery::{SessionInfo, SessionLookup, SessionScope};
 pub use error::{Result, SessionError};
 pub use fork::{ForkPosition, Forked};
-pub use queries::{ContextUsage, ForkMessage, SessionStats, TokenTotals, user_text};
+pub use queries::user_text;
 pub use store::{Label, NewSession, SessionStore};
 pub use system_prompt::current_system_message;
 pub use tree::SessionTree;

@@ -5,18 +5,9 @@ use crate::content_text::raw_content_text;
 use crate::store::SessionStore;
 use pi_protocol::content::{StringOrBlocks, UserBlock, UserContent};
 use pi_protocol::message::AgentMessage;
+use pi_protocol::results::{ForkMessage, SessionStats, TokenTotals};
 use pi_protocol::session_entry::SessionEntry;
 use pi_protocol::usage::Usage;
-use serde::Serialize;
-use std::path::PathBuf;
-
-/// A user message a fork can start from (`get_fork_messages`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ForkMessage {
-    pub entry_id: String,
-    pub text: String,
-}
 
 /// The text blocks of user content joined without separator.
 pub fn user_text(content: &UserContent) -> String {
@@ -41,47 +32,6 @@ pub(crate) fn user_message_text(message: &AgentMessage) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// Token totals of `get_session_stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenTotals {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub total: u64,
-}
-
-/// `contextUsage` of `get_session_stats` (computed by the runtime, which knows the model).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextUsage {
-    pub tokens: Option<f64>,
-    pub context_window: u64,
-    pub percent: Option<f64>,
-}
-
-/// `get_session_stats` data, in Pi's key order. Counts cover every entry of the file, all
-/// branches, compacted or edited away or not.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionStats {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_file: Option<PathBuf>,
-    pub session_id: String,
-    pub user_messages: u64,
-    pub assistant_messages: u64,
-    pub tool_calls: u64,
-    pub tool_results: u64,
-    /// Every `message` entry, including system and bash-execution messages.
-    pub total_messages: u64,
-    pub tokens: TokenTotals,
-    /// Sum of `usage.cost.total`, in file order.
-    pub cost: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context_usage: Option<ContextUsage>,
 }
 
 fn add(t: &mut TokenTotals, cost: &mut f64, u: &Usage) {
@@ -111,10 +61,14 @@ impl SessionStore {
     }
 
     /// `get_session_stats` without `contextUsage`: message counts by role, tool calls, and
-    /// usage of assistant messages, tool results, `usage` entries and summaries.
+    /// usage of assistant messages, tool results, `usage` entries and summaries. Counts cover
+    /// every entry of the file, all branches, compacted or edited away or not; `totalMessages`
+    /// includes system and bash-execution messages; `cost` is summed in file order.
     pub fn stats(&self) -> SessionStats {
         let mut s = SessionStats {
-            session_file: self.session_file().map(PathBuf::from),
+            session_file: self
+                .session_file()
+                .map(|p| p.to_string_lossy().into_owned()),
             session_id: self.session_id().to_owned(),
             user_messages: 0,
             assistant_messages: 0,

@@ -14,7 +14,8 @@ use indexmap::IndexMap;
 use pi_js::json::to_js_string;
 use pi_js::time::now_iso;
 use pi_protocol::message::AgentMessage;
-use pi_protocol::session_entry::{CURRENT_SESSION_VERSION, SessionEntry};
+use pi_protocol::record::Rest;
+use pi_protocol::session_entry::{CURRENT_SESSION_VERSION, SessionEntry, SessionHeader};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -59,17 +60,23 @@ pub(crate) fn is_conversation(entry: &SessionEntry) -> bool {
     matches!(entry, SessionEntry::Message(m) if matches!(m.message.role(), "user" | "assistant"))
 }
 
-fn new_header(id: &str, timestamp: &str, cwd: &Path, parent: Option<&str>) -> Map<String, Value> {
-    let mut h = Map::new();
-    h.insert("type".into(), "session".into());
-    h.insert("version".into(), CURRENT_SESSION_VERSION.into());
-    h.insert("id".into(), id.into());
-    h.insert("timestamp".into(), timestamp.into());
-    h.insert("cwd".into(), cwd.to_string_lossy().into_owned().into());
-    if let Some(p) = parent {
-        h.insert("parentSession".into(), p.into());
-    }
-    h
+/// The header of a new session file, as the object the store keeps (a header read from a file
+/// stays the object it was, whatever keys it has).
+pub(crate) fn new_header(
+    id: &str,
+    timestamp: &str,
+    cwd: &Path,
+    parent_session: Option<String>,
+) -> Result<Map<String, Value>> {
+    let header = SessionHeader {
+        version: Some(CURRENT_SESSION_VERSION),
+        id: id.to_owned(),
+        timestamp: timestamp.to_owned(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        parent_session,
+        rest: Rest::default(),
+    };
+    Ok(serde_json::from_value(serde_json::to_value(&header)?)?)
 }
 
 fn create_dir(dir: &Path) -> Result<()> {
@@ -212,12 +219,7 @@ impl SessionStore {
         }
         let id = options.id.unwrap_or_else(uuid_v7);
         let timestamp = now_iso();
-        self.header = new_header(
-            &id,
-            &timestamp,
-            &self.cwd,
-            options.parent_session.as_deref(),
-        );
+        self.header = new_header(&id, &timestamp, &self.cwd, options.parent_session)?;
         self.entries.clear();
         self.by_id.clear();
         self.labels.clear();

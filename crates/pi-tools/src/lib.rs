@@ -25,7 +25,7 @@ pub mod write;
 
 pub use config::{SessionHandle, SessionInfo, ToolsConfig};
 pub use edit::prepare_edit_arguments;
-pub use shell::{BashRequest, BashResult, execute_bash, kill_running_shells};
+pub use shell::{BashRequest, execute_bash, kill_running_shells};
 
 use pi_agent::AgentTool;
 use std::sync::Arc;

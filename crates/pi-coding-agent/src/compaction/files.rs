@@ -4,7 +4,8 @@
 
 use pi_protocol::content::AssistantBlock;
 use pi_protocol::message::AgentMessage;
-use serde_json::{Map, Value, json};
+use pi_protocol::results::CompactionDetails;
+use serde_json::{Map, Value};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
@@ -14,14 +15,6 @@ pub struct FileOps {
     pub read: BTreeSet<String>,
     pub written: BTreeSet<String>,
     pub edited: BTreeSet<String>,
-}
-
-/// The final lists: files only read, and files written or edited; each sorted as JavaScript's
-/// default sort does (by UTF-16 code units).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FileLists {
-    pub read_files: Vec<String>,
-    pub modified_files: Vec<String>,
 }
 
 impl FileOps {
@@ -90,7 +83,9 @@ impl FileOps {
         self.edited.extend(strings("modifiedFiles"));
     }
 
-    pub fn lists(&self) -> FileLists {
+    /// The final lists: files only read, and files written or edited; each sorted as
+    /// JavaScript's default sort does (by UTF-16 code units).
+    pub fn lists(&self) -> CompactionDetails {
         let mut modified_files: Vec<String> = self.edited.union(&self.written).cloned().collect();
         modified_files.sort_by(|a, b| js_cmp(a, b));
         let mut read_files: Vec<String> = self
@@ -100,7 +95,7 @@ impl FileOps {
             .cloned()
             .collect();
         read_files.sort_by(|a, b| js_cmp(a, b));
-        FileLists {
+        CompactionDetails {
             read_files,
             modified_files,
         }
@@ -111,32 +106,25 @@ fn js_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-impl FileLists {
-    /// `details` of the compaction entry.
-    pub fn details(&self) -> Value {
-        json!({"readFiles": self.read_files, "modifiedFiles": self.modified_files})
+/// The blocks appended to the summary (empty when both lists are).
+pub fn summary_suffix(lists: &CompactionDetails) -> String {
+    let mut blocks = Vec::new();
+    if !lists.read_files.is_empty() {
+        blocks.push(format!(
+            "<read-files>\n{}\n</read-files>",
+            lists.read_files.join("\n")
+        ));
     }
-
-    /// The blocks appended to the summary (empty when both lists are).
-    pub fn summary_suffix(&self) -> String {
-        let mut blocks = Vec::new();
-        if !self.read_files.is_empty() {
-            blocks.push(format!(
-                "<read-files>\n{}\n</read-files>",
-                self.read_files.join("\n")
-            ));
-        }
-        if !self.modified_files.is_empty() {
-            blocks.push(format!(
-                "<modified-files>\n{}\n</modified-files>",
-                self.modified_files.join("\n")
-            ));
-        }
-        if blocks.is_empty() {
-            String::new()
-        } else {
-            format!("\n\n{}", blocks.join("\n\n"))
-        }
+    if !lists.modified_files.is_empty() {
+        blocks.push(format!(
+            "<modified-files>\n{}\n</modified-files>",
+            lists.modified_files.join("\n")
+        ));
+    }
+    if blocks.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n{}", blocks.join("\n\n"))
     }
 }
 
@@ -146,6 +134,7 @@ mod tests {
     use pi_protocol::content::ToolCall;
     use pi_protocol::message::AssistantMessage;
     use pi_protocol::usage::StopReason;
+    use serde_json::json;
 
     fn calls(list: &[(&str, Value)]) -> AgentMessage {
         let mut a = AssistantMessage::new("api", "p", "m", StopReason::ToolUse, 1);
@@ -175,18 +164,18 @@ mod tests {
         let lists = ops.lists();
         assert_eq!(
             lists,
-            FileLists {
+            CompactionDetails {
                 read_files: vec!["a.txt".into(), "b.txt".into()],
                 modified_files: vec!["c.txt".into(), "g.txt".into()],
             }
         );
         assert_eq!(
-            lists.summary_suffix(),
+            summary_suffix(&lists),
             "\n\n<read-files>\na.txt\nb.txt\n</read-files>\n\n<modified-files>\nc.txt\ng.txt\n</modified-files>"
         );
         assert_eq!(
-            lists.details(),
-            json!({"readFiles": ["a.txt", "b.txt"], "modifiedFiles": ["c.txt", "g.txt"]})
+            pi_js::json::to_js_string(&lists).unwrap(),
+            r#"{"readFiles":["a.txt","b.txt"],"modifiedFiles":["c.txt","g.txt"]}"#
         );
     }
 
@@ -197,12 +186,12 @@ mod tests {
         ops.add_message(&calls(&[("read", json!({"path": "m"}))]));
         assert_eq!(
             ops.lists(),
-            FileLists {
+            CompactionDetails {
                 read_files: vec!["r".into()],
                 modified_files: vec!["m".into()],
             }
         );
-        assert_eq!(FileLists::default().summary_suffix(), "");
+        assert_eq!(summary_suffix(&CompactionDetails::default()), "");
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub use trigger::{CheckInput, Trigger, check, exceeds_threshold, persisted_entry
 
 use entries::{is_compaction, latest_compaction};
 use pi_protocol::model::Model;
-use pi_session::{ContextUsage, SessionStore};
+use pi_protocol::results::ContextUsage;
+use pi_session::SessionStore;
 
 /// Why a manual compaction has nothing to do, in Pi's words.
 pub fn nothing_to_compact_reason(store: &SessionStore) -> &'static str {
@@ -66,10 +67,10 @@ pub fn context_usage(store: &SessionStore, model: &Model) -> Option<ContextUsage
             });
         }
     }
-    let tokens = estimate_projected_context_tokens(&projection, &branch).tokens as f64;
+    let tokens = estimate_projected_context_tokens(&projection, &branch).tokens;
     Some(ContextUsage {
         tokens: Some(tokens),
         context_window: window,
-        percent: Some(tokens / window as f64 * 100.0),
+        percent: Some(tokens as f64 / window as f64 * 100.0),
     })
 }

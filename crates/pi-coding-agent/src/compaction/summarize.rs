@@ -11,7 +11,7 @@ use pi_protocol::content::{AssistantBlock, StringOrBlocks, TextContent, UserBloc
 use pi_protocol::message::{AgentMessage, AssistantMessage, SystemMessage, UserMessage};
 use pi_protocol::model::Model;
 use pi_protocol::record::Rest;
-use pi_protocol::results::CompactionResult;
+use pi_protocol::results::{CompactionDetails, CompactionResult};
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::{StopReason, Usage, UsageCost};
 use tokio_util::sync::CancellationToken;
@@ -78,7 +78,7 @@ pub fn generated_result(
     summary: String,
     usage: Usage,
     prep: &Preparation,
-    details: serde_json::Value,
+    details: &CompactionDetails,
 ) -> CompactionResult {
     CompactionResult {
         summary,
@@ -86,7 +86,8 @@ pub fn generated_result(
         tokens_before: prep.tokens_before,
         estimated_tokens_after: None,
         usage: Some(usage),
-        details: Some(details),
+        // Two string lists always convert.
+        details: serde_json::to_value(details).ok(),
     }
 }
 
@@ -132,8 +133,8 @@ impl Summarizer<'_> {
             self.history(prep, focus).await?
         };
         let lists = prep.file_ops.lists();
-        summary.push_str(&lists.summary_suffix());
-        Ok(generated_result(summary, usage, prep, lists.details()))
+        summary.push_str(&super::files::summary_suffix(&lists));
+        Ok(generated_result(summary, usage, prep, &lists))
     }
 
     async fn history(

@@ -212,7 +212,7 @@ fn context_usage_is_unknown_after_compaction_until_a_new_response() {
     };
     let ids = append(&mut s, vec![user("a"), assistant("b", 100)]);
     let usage = context_usage(&s, &model).unwrap();
-    assert_eq!((usage.tokens, usage.percent), (Some(100.0), Some(10.0)));
+    assert_eq!((usage.tokens, usage.percent), (Some(100), Some(10.0)));
     s.append_compaction(CompactionParams {
         summary: "S".into(),
         first_kept_entry_id: Some(ids[1].clone()),
@@ -223,7 +223,7 @@ fn context_usage_is_unknown_after_compaction_until_a_new_response() {
     let usage = context_usage(&s, &model).unwrap();
     assert_eq!((usage.tokens, usage.percent), (None, None));
     append(&mut s, vec![user("c"), assistant("d", 50)]);
-    assert_eq!(context_usage(&s, &model).unwrap().tokens, Some(50.0));
+    assert_eq!(context_usage(&s, &model).unwrap().tokens, Some(50));
     let none = pi_protocol::model::Model::placeholder();
     assert_eq!(context_usage(&s, &none), None);
 }

@@ -17,7 +17,7 @@ impl Core {
             self.count_turns(event);
             return;
         }
-        let mut payload = match serde_json::to_value(event.wire(false)) {
+        let mut payload = match serde_json::to_value(event.wire(false, None)) {
             Ok(Value::Object(map)) => map,
             _ => return,
         };

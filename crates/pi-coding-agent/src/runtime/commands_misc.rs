@@ -3,8 +3,8 @@
 use super::{Runtime, lock};
 use pi_protocol::event::SessionEvent;
 use pi_protocol::message::BashExecutionMessage;
-use pi_protocol::results::RpcSlashCommand;
-use pi_tools::{BashRequest, BashResult, execute_bash};
+use pi_protocol::results::{BashResult, RpcSlashCommand};
+use pi_tools::{BashRequest, execute_bash};
 use std::path::Path;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -52,13 +52,10 @@ impl Runtime {
         let message = BashExecutionMessage {
             command,
             output: result.output.clone(),
-            exit_code: result.exit_code.map(i64::from),
+            exit_code: result.exit_code,
             cancelled: result.cancelled,
             truncated: result.truncated,
-            full_output_path: result
-                .full_output_path
-                .as_ref()
-                .map(|p| p.to_string_lossy().into_owned()),
+            full_output_path: result.full_output_path.clone(),
             timestamp: pi_js::now_ms(),
             exclude_from_context: exclude_from_context.then_some(true),
             rest: Default::default(),

@@ -17,9 +17,9 @@ use pi_agent::BoxFuture;
 use pi_protocol::event::{CompactionReason, SessionEvent, SummarizationSource};
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
-use pi_protocol::results::CompactionResult;
+use pi_protocol::results::{CompactionResult, ContextUsage};
 use pi_protocol::thinking::ThinkingLevel;
-use pi_session::{CompactionParams, ContextUsage};
+use pi_session::CompactionParams;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

@@ -35,7 +35,7 @@ impl Core {
     pub async fn emit_agent(&self, event: &AgentEvent, will_retry: bool) {
         let line = match event.update_usage() {
             Some(usage) => self.update_line(event, will_retry, usage),
-            None => to_js_line(&event.wire(will_retry)),
+            None => to_js_line(&event.wire(will_retry, None)),
         };
         let update = matches!(
             event,
@@ -59,7 +59,7 @@ impl Core {
                 &cache.insert((usage.clone(), raw)).1
             }
         };
-        to_js_line(&event.wire(will_retry).with_usage_json(raw))
+        to_js_line(&event.wire(will_retry, Some(raw)))
     }
 
     /// `queue_update` with the complete current queues.

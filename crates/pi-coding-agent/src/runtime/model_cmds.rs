@@ -4,16 +4,10 @@ use super::{Runtime, lock};
 use pi_protocol::QueueMode;
 use pi_protocol::event::SessionEvent;
 use pi_protocol::model::Model;
+use pi_protocol::results::CycleModelData;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_registry::{clamp_thinking, next_thinking_level, supported_thinking_levels};
 use std::sync::Arc;
-
-/// The result of `cycle_model`.
-pub struct CycledModel {
-    pub model: Model,
-    pub thinking_level: ThinkingLevel,
-    pub is_scoped: bool,
-}
 
 impl Runtime {
     pub fn model(&self) -> Model {
@@ -45,7 +39,7 @@ impl Runtime {
     }
 
     /// `cycle_model`: next scoped model (or next available one); `None` with nothing to switch to.
-    pub async fn cycle_model(&self) -> Option<CycledModel> {
+    pub async fn cycle_model(&self) -> Option<CycleModelData> {
         let current = self.model();
         let same = |m: &Model| m.provider == current.provider && m.id == current.id;
         let (next, explicit, is_scoped) = if !self.core.scoped_models.is_empty() {
@@ -74,7 +68,7 @@ impl Runtime {
         let level = self.level_for_switch(&next, explicit);
         self.apply_model(&next);
         self.set_thinking_level(level).await;
-        Some(CycledModel {
+        Some(CycleModelData {
             model: (*next).clone(),
             thinking_level: self.thinking_level(),
             is_scoped,

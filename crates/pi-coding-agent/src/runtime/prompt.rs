@@ -13,6 +13,8 @@ use pi_protocol::StreamingBehavior;
 use pi_protocol::content::{ImageContent, StringOrBlocks, TextContent, UserBlock};
 use pi_protocol::event::SessionEvent;
 use pi_protocol::message::{AgentMessage, CustomMessage, UserMessage};
+
+use pi_protocol::results::ClearQueueData;
 use pi_protocol::usage::StopReason;
 
 /// A `prompt`, `steer` or `follow_up` as received.
@@ -259,13 +261,13 @@ impl Runtime {
     }
 
     /// `clear_queue`: empties both queues and returns their texts.
-    pub async fn clear_queue(&self) -> (Vec<String>, Vec<String>) {
+    pub async fn clear_queue(&self) -> ClearQueueData {
         let taken = {
             let mut run = lock(&self.core.run);
-            (
-                std::mem::take(&mut run.steering),
-                std::mem::take(&mut run.follow_up),
-            )
+            ClearQueueData {
+                steering: std::mem::take(&mut run.steering),
+                follow_up: std::mem::take(&mut run.follow_up),
+            }
         };
         self.agent.clear_queues();
         self.core.emit_queue_update().await;

@@ -3,6 +3,7 @@
 use super::{Core, Runtime, lock};
 use pi_protocol::event::SessionEvent;
 use pi_protocol::message::AgentMessage;
+use pi_protocol::results::{ForkMessage, SessionStats};
 
 impl Runtime {
     /// `set_session_name`: trimmed, newlines become spaces; empty is an error.
@@ -34,11 +35,11 @@ impl Runtime {
         lock(&self.core.session).header().clone()
     }
 
-    pub fn fork_messages(&self) -> Vec<pi_session::ForkMessage> {
+    pub fn fork_messages(&self) -> Vec<ForkMessage> {
         lock(&self.core.session).fork_messages()
     }
 
-    pub fn session_stats(&self) -> pi_session::SessionStats {
+    pub fn session_stats(&self) -> SessionStats {
         let mut stats = lock(&self.core.session).stats();
         stats.context_usage = self.context_usage();
         stats

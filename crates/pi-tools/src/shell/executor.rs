@@ -9,28 +9,12 @@ use crate::output_file::create_output_file;
 use crate::truncate::{DEFAULT_MAX_BYTES, Limits, truncate_tail};
 use pi_js::text_decoder::Utf8Decoder;
 use pi_js::utf16_len;
-use serde::Serialize;
+use pi_protocol::results::BashResult;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
-
-/// The result of the RPC `bash` command (keys in Pi's order; absent values omitted).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BashResult {
-    /// The tail-truncated, sanitized output.
-    pub output: String,
-    /// Absent when cancelled.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    pub cancelled: bool,
-    /// Truncation happened, or the rolling buffer dropped old chunks.
-    pub truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub full_output_path: Option<PathBuf>,
-}
 
 /// How to run an RPC `bash` command.
 #[derive(Debug, Clone)]
@@ -79,10 +63,14 @@ pub async fn execute_bash(
         } else {
             full
         },
-        exit_code: if cancelled { None } else { exit_code },
+        exit_code: if cancelled {
+            None
+        } else {
+            exit_code.map(i64::from)
+        },
         cancelled,
         truncated: state.discarded || truncation.truncated,
-        full_output_path: state.temp_path,
+        full_output_path: state.temp_path.map(|p| p.to_string_lossy().into_owned()),
     })
 }
 

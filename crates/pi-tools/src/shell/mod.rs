@@ -7,7 +7,7 @@ pub mod executor;
 pub mod process;
 pub mod sanitize;
 
-pub use executor::{BashRequest, BashResult, execute_bash};
+pub use executor::{BashRequest, execute_bash};
 pub use process::{
     ShellCommand, ShellEvent, ShellExit, ShellOutcome, ShellProcess, kill_running_shells,
 };

@@ -9,9 +9,14 @@ use pi_coding_agent::runtime::{Preflight, PromptRequest, Runtime};
 use pi_js::json::to_js_line;
 use pi_js::parse::parse_js_json;
 use pi_protocol::command::ExtensionUiResponse;
+use pi_protocol::results::{
+    AvailableModelsData, AvailableThinkingLevelsData, CancelledData, CommandsData, ExportHtmlData,
+    ForkData, ForkMessagesData, LastAssistantTextData, PromptData, PromptDisposition,
+    QueuedInputData, QueuedInputDisposition, ResponseData, ThinkingLevelData,
+};
 use pi_protocol::{Incoming, Outcome, RpcCommand, RpcResponse, StreamingBehavior, decode_command};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Handles one framed line: parse, decode, run, answer.
 pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InFlight) {
@@ -49,13 +54,10 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                 let (out, rt) = (out.clone(), rt.clone());
                 in_flight.spawn(async move {
                     rt.run_extension_command(&name, &args).await;
-                    respond(
-                        &out,
-                        id,
-                        "prompt",
-                        Outcome::Data(json!({"disposition": "handled"})),
-                    )
-                    .await;
+                    let handled = PromptData {
+                        disposition: PromptDisposition::Handled,
+                    };
+                    respond(&out, id, "prompt", data(handled)).await;
                 });
                 return;
             }
@@ -64,36 +66,17 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                 images: images.unwrap_or_default(),
                 streaming_behavior,
             };
+            let prompted = |disposition| data(PromptData { disposition });
             match rt.prompt_preflight(request).await {
-                Preflight::Rejected(e) => {
-                    respond::<Value>(out, id, "prompt", Outcome::Error(e)).await
-                }
+                Preflight::Rejected(e) => respond(out, id, "prompt", Outcome::Error(e)).await,
                 Preflight::Queued => {
-                    respond(
-                        out,
-                        id,
-                        "prompt",
-                        Outcome::Data(json!({"disposition": "queued"})),
-                    )
-                    .await
+                    respond(out, id, "prompt", prompted(PromptDisposition::Queued)).await
                 }
                 Preflight::Handled => {
-                    respond(
-                        out,
-                        id,
-                        "prompt",
-                        Outcome::Data(json!({"disposition": "handled"})),
-                    )
-                    .await
+                    respond(out, id, "prompt", prompted(PromptDisposition::Handled)).await
                 }
                 Preflight::Started(messages) => {
-                    respond(
-                        out,
-                        id,
-                        "prompt",
-                        Outcome::Data(json!({"disposition": "started"})),
-                    )
-                    .await;
+                    respond(out, id, "prompt", prompted(PromptDisposition::Started)).await;
                     let rt = rt.clone();
                     in_flight.spawn_after_batch(async move { rt.run_session(messages).await });
                 }
@@ -146,16 +129,27 @@ fn is_long_running(command: &RpcCommand) -> bool {
     )
 }
 
-fn to_value<T: Serialize>(v: &T) -> Outcome<Value> {
-    match serde_json::to_value(v) {
-        Ok(v) => Outcome::Data(v),
-        Err(e) => Outcome::Error(e.to_string()),
+/// `success:true` with `data`.
+fn data(payload: impl Into<ResponseData>) -> Outcome<ResponseData> {
+    Outcome::Data(payload.into())
+}
+
+/// `data` on success, `error` otherwise.
+fn data_or_error<T: Into<ResponseData>>(result: Result<T, String>) -> Outcome<ResponseData> {
+    match result {
+        Ok(payload) => data(payload),
+        Err(e) => Outcome::Error(e),
     }
+}
+
+/// `{"cancelled":false}` on success (nothing can cancel without extensions), `error` otherwise.
+fn not_cancelled(result: Result<(), String>) -> Outcome<ResponseData> {
+    data_or_error(result.map(|()| CancelledData { cancelled: false }))
 }
 
 async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runtime) {
     let name = command.type_name();
-    let outcome: Outcome<Value> = match command {
+    let outcome: Outcome<ResponseData> = match command {
         RpcCommand::Prompt { .. } => return,
         RpcCommand::Steer { message, .. } | RpcCommand::FollowUp { message, .. }
             if rt.extension_command(&message).is_some() =>
@@ -180,7 +174,9 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
                 streaming_behavior: None,
             };
             rt.queue_input(behavior, request).await;
-            Outcome::Data(json!({"disposition": "queued"}))
+            data(QueuedInputData {
+                disposition: QueuedInputDisposition::Queued,
+            })
         }
         RpcCommand::Abort {} => {
             rt.abort().await;
@@ -196,39 +192,33 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             rt.abort_bash();
             Outcome::Ok
         }
-        RpcCommand::ClearQueue {} => {
-            let (steering, follow_up) = rt.clear_queue().await;
-            Outcome::Data(json!({"steering": steering, "followUp": follow_up}))
-        }
-        RpcCommand::GetState {} => to_value(&rt.state()),
+        RpcCommand::ClearQueue {} => data(rt.clear_queue().await),
+        RpcCommand::GetState {} => data(rt.state()),
         RpcCommand::GetMessages {} => {
             large::get_messages(out, rt, id).await;
             return;
         }
-        RpcCommand::GetAvailableModels {} => to_value(&json!({"models": rt.available_models()})),
+        RpcCommand::GetAvailableModels {} => data(AvailableModelsData {
+            models: rt.available_models(),
+        }),
         RpcCommand::SetModel { provider, model_id } => {
-            match rt.set_model(&provider, &model_id).await {
-                Ok(model) => to_value(&model),
-                Err(e) => Outcome::Error(e),
-            }
+            data_or_error(rt.set_model(&provider, &model_id).await)
         }
-        RpcCommand::CycleModel {} => match rt.cycle_model().await {
-            Some(c) => to_value(
-                &json!({"model": c.model, "thinkingLevel": c.thinking_level, "isScoped": c.is_scoped}),
-            ),
-            None => Outcome::Data(Value::Null),
-        },
+        // `null` when there is nothing to cycle to.
+        RpcCommand::CycleModel {} => data(rt.cycle_model().await),
         RpcCommand::SetThinkingLevel { level } => {
             rt.set_thinking_level(level).await;
             Outcome::Ok
         }
-        RpcCommand::CycleThinkingLevel {} => match rt.cycle_thinking_level().await {
-            Some(level) => Outcome::Data(json!({"level": level})),
-            None => Outcome::Data(Value::Null),
-        },
-        RpcCommand::GetAvailableThinkingLevels {} => {
-            Outcome::Data(json!({"levels": rt.available_thinking_levels()}))
-        }
+        // `null` for models without reasoning.
+        RpcCommand::CycleThinkingLevel {} => data(
+            rt.cycle_thinking_level()
+                .await
+                .map(|level| ThinkingLevelData { level }),
+        ),
+        RpcCommand::GetAvailableThinkingLevels {} => data(AvailableThinkingLevelsData {
+            levels: rt.available_thinking_levels(),
+        }),
         RpcCommand::SetSteeringMode { mode } => {
             rt.set_steering_mode(mode);
             Outcome::Ok
@@ -245,23 +235,17 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             rt.set_auto_retry(enabled);
             Outcome::Ok
         }
-        RpcCommand::GetLastAssistantText {} => match rt.last_assistant_text() {
-            // Pi answers `{}` (its `text: undefined` is dropped), not `{"text":null}`.
-            Some(text) => Outcome::Data(json!({"text": text})),
-            None => Outcome::Data(json!({})),
-        },
+        // Pi answers `{}` (its `text: undefined` is dropped), not `{"text":null}`.
+        RpcCommand::GetLastAssistantText {} => data(LastAssistantTextData {
+            text: rt.last_assistant_text(),
+        }),
         RpcCommand::SetSessionName { name } => match rt.set_session_name(&name).await {
             Ok(()) => Outcome::Ok,
             Err(e) => Outcome::Error(e),
         },
-        RpcCommand::GetForkMessages {} => {
-            let messages: Vec<Value> = rt
-                .fork_messages()
-                .into_iter()
-                .map(|m| json!({"entryId": m.entry_id, "text": m.text}))
-                .collect();
-            Outcome::Data(json!({"messages": messages}))
-        }
+        RpcCommand::GetForkMessages {} => data(ForkMessagesData {
+            messages: rt.fork_messages(),
+        }),
         RpcCommand::GetEntries { since } => {
             large::get_entries(out, rt, id, since).await;
             return;
@@ -270,60 +254,46 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             large::get_tree(out, rt, id).await;
             return;
         }
-        RpcCommand::GetSessionStats {} => to_value(&rt.session_stats()),
+        RpcCommand::GetSessionStats {} => data(rt.session_stats()),
         RpcCommand::Bash {
             command,
             exclude_from_context,
         } => {
             let bash_id = id.as_ref().and_then(|v| v.as_str().map(str::to_string));
-            match rt
-                .bash(bash_id, command, exclude_from_context == Some(true))
-                .await
-            {
-                Ok(result) => to_value(&result),
-                Err(e) => Outcome::Error(e),
-            }
+            data_or_error(
+                rt.bash(bash_id, command, exclude_from_context == Some(true))
+                    .await,
+            )
         }
-        RpcCommand::ExportHtml { output_path } => match rt.export_html(output_path.as_deref()) {
-            Ok(path) => Outcome::Data(json!({"path": path})),
-            Err(e) => Outcome::Error(e),
-        },
-        RpcCommand::GetCommands {} => to_value(&json!({"commands": rt.commands()})),
-        RpcCommand::NewSession { parent_session } => match rt.new_session(parent_session).await {
-            Ok(()) => Outcome::Data(json!({"cancelled": false})),
-            Err(e) => Outcome::Error(e),
-        },
+        RpcCommand::ExportHtml { output_path } => data_or_error(
+            rt.export_html(output_path.as_deref())
+                .map(|path| ExportHtmlData { path }),
+        ),
+        RpcCommand::GetCommands {} => data(CommandsData {
+            commands: rt.commands(),
+        }),
+        RpcCommand::NewSession { parent_session } => {
+            not_cancelled(rt.new_session(parent_session).await)
+        }
         RpcCommand::SwitchSession { session_path } => {
-            match rt.switch_session(&session_path).await {
-                Ok(()) => Outcome::Data(json!({"cancelled": false})),
-                Err(e) => Outcome::Error(e),
-            }
+            not_cancelled(rt.switch_session(&session_path).await)
         }
-        RpcCommand::Fork { entry_id } => match rt.fork(&entry_id).await {
-            Ok(Some(text)) => Outcome::Data(json!({"text": text, "cancelled": false})),
-            Ok(None) => Outcome::Data(json!({"cancelled": false})),
-            Err(e) => Outcome::Error(e),
-        },
-        RpcCommand::Clone {} => match rt.clone_session().await {
-            Ok(()) => Outcome::Data(json!({"cancelled": false})),
-            Err(e) => Outcome::Error(e),
-        },
+        // `text` is the forked-from user message; absent when there is none.
+        RpcCommand::Fork { entry_id } => {
+            data_or_error(rt.fork(&entry_id).await.map(|text| ForkData {
+                text,
+                cancelled: false,
+            }))
+        }
+        RpcCommand::Clone {} => not_cancelled(rt.clone_session().await),
         RpcCommand::Compact {
             custom_instructions,
-        } => match rt.compact(custom_instructions).await {
-            Ok(result) => to_value(&result),
-            Err(e) => Outcome::Error(e),
-        },
+        } => data_or_error(rt.compact(custom_instructions).await),
     };
     respond(out, id, name, outcome).await;
 }
 
-async fn respond<T: Serialize>(
-    out: &Output,
-    id: Option<Value>,
-    command: &str,
-    outcome: Outcome<T>,
-) {
+async fn respond(out: &Output, id: Option<Value>, command: &str, outcome: Outcome<ResponseData>) {
     send(out, &RpcResponse::new(id, command, outcome)).await;
 }
 

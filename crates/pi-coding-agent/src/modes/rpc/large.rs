@@ -4,14 +4,22 @@
 
 use pi_coding_agent::output::Output;
 use pi_coding_agent::runtime::Runtime;
-use pi_js::json::{to_js_line, write_js};
+use pi_js::json::write_js;
 use pi_protocol::response::data_prefix;
+use pi_protocol::results::{EntriesData, MessagesData};
 use pi_protocol::{Outcome, RpcResponse};
+use serde::Serialize;
 use serde_json::Value;
 use std::io::{self, Write};
 
-fn js(w: &mut dyn Write, value: &impl serde::Serialize) -> io::Result<()> {
+fn js(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
     write_js(w, value).map_err(io::Error::other)
+}
+
+/// Writes a whole response record and its newline, serialized straight into `w`.
+fn record<T: Serialize>(w: &mut dyn Write, response: &RpcResponse<T>) -> io::Result<()> {
+    js(w, response)?;
+    w.write_all(b"\n")
 }
 
 /// `{"messages":[…]}` from a snapshot of the transcript (shared messages: nothing is copied,
@@ -19,10 +27,11 @@ fn js(w: &mut dyn Write, value: &impl serde::Serialize) -> io::Result<()> {
 pub async fn get_messages(out: &Output, rt: &Runtime, id: Option<Value>) {
     let messages = rt.messages();
     out.send_streamed(move |w| {
-        w.write_all(data_prefix(id.as_ref(), "get_messages").as_bytes())?;
-        w.write_all(b"{\"messages\":")?;
-        js(w, &messages)?;
-        w.write_all(b"}}\n")
+        let data = MessagesData { messages };
+        record(
+            w,
+            &RpcResponse::new(id, "get_messages", Outcome::Data(data)),
+        )
     })
     .await;
 }
@@ -33,30 +42,22 @@ pub async fn get_entries(out: &Output, rt: &Runtime, id: Option<Value>, since: O
     let rt = rt.clone();
     out.send_streamed(move |w| {
         let session = rt.session();
-        let entries = match session.entries_since(since.as_deref()) {
-            Ok(entries) => entries,
-            Err(e) => {
-                let error =
-                    RpcResponse::<Value>::new(id, "get_entries", Outcome::Error(e.to_string()));
-                return w.write_all(to_js_line(&error).map_err(io::Error::other)?.as_bytes());
-            }
+        let outcome = match session.entries_since(since.as_deref()) {
+            Ok(entries) => Outcome::Data(EntriesData {
+                entries,
+                leaf_id: session.leaf_id().map(str::to_owned),
+            }),
+            Err(e) => Outcome::Error(e.to_string()),
         };
-        w.write_all(data_prefix(id.as_ref(), "get_entries").as_bytes())?;
-        w.write_all(b"{\"entries\":[")?;
-        for (i, entry) in entries.iter().enumerate() {
-            if i > 0 {
-                w.write_all(b",")?;
-            }
-            js(w, entry)?;
-        }
-        w.write_all(b"],\"leafId\":")?;
-        js(w, &session.leaf_id())?;
-        w.write_all(b"}}\n")
+        record(w, &RpcResponse::new(id, "get_entries", outcome))
     })
     .await;
 }
 
-/// `{"tree":[…],"leafId":…}` (see [`get_entries`] for the lock).
+/// `{"tree":[…],"leafId":…}` (see [`get_entries`] for the lock). The only record written by
+/// hand: the tree nests as deep as the session is long, so it is written iteratively
+/// ([`pi_session::SessionTree::write_json`]) rather than through serde; its shape is
+/// `pi_protocol::results::TreeData`.
 pub async fn get_tree(out: &Output, rt: &Runtime, id: Option<Value>) {
     let rt = rt.clone();
     out.send_streamed(move |w| {
