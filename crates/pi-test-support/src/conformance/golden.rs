@@ -6,6 +6,7 @@
 //! file <path>                        a file written or changed (sessions, workdir, agent dir)
 //! jsonl {...} | json {...} | text "..."   its content (one `jsonl` line per JSONL record)
 //! deleted <path>                     a fixture file that disappeared
+//! stderr "..."                       each stderr line, only for scenarios with `"stderr": true`
 //! exit 0                             how the process ended
 //! ```
 

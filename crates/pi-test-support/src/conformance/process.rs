@@ -1,6 +1,6 @@
 //! The agent process under test: spawned with a cleared environment, stdin written by the
 //! runner, stdout collected line by line (LF only, as the protocol frames it), stderr kept for
-//! diagnostics.
+//! diagnostics (and for the golden of a scenario with `"stderr": true`).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -39,6 +39,7 @@ pub struct Output {
     pub stdout_closed: bool,
     pub last_activity: Instant,
     pub stderr: Vec<u8>,
+    pub stderr_closed: bool,
 }
 
 const STDERR_CAP: usize = 256 * 1024;
@@ -90,6 +91,7 @@ impl Agent {
                 stdout_closed: false,
                 last_activity: Instant::now(),
                 stderr: Vec::new(),
+                stderr_closed: false,
             }),
             Notify::new(),
         ));
@@ -134,6 +136,8 @@ impl Agent {
                         o.stderr.extend_from_slice(&buf[..n]);
                     }
                 }
+                lock(&shared.0).stderr_closed = true;
+                shared.1.notify_waiters();
             });
         }
         Ok(Agent {
@@ -206,9 +210,10 @@ impl Agent {
                 return "killed after timeout".into();
             }
         };
-        // Let the reader drain what the process wrote before exiting.
+        // Let the readers drain what the process wrote before exiting.
         let deadline = Instant::now() + Duration::from_secs(2);
-        while !self.output().stdout_closed && Instant::now() < deadline {
+        let drained = |o: &Output| o.stdout_closed && o.stderr_closed;
+        while !drained(&self.output()) && Instant::now() < deadline {
             self.changed(Duration::from_millis(50)).await;
         }
         describe_status(status)

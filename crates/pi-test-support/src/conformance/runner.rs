@@ -351,6 +351,9 @@ pub async fn run(
             result.error.get_or_insert(e);
         }
     }
+    if scenario.stderr {
+        lines.extend(transcript::stderr_lines(&mut run.norm, &result.stderr));
+    }
     if let Some(exit) = exit {
         lines.push(format!("exit {exit}"));
     }

@@ -46,6 +46,11 @@ pub struct Scenario {
     /// How long to wait for the process to exit after the last step (default 10 s).
     #[serde(default)]
     pub exit_timeout_ms: Option<u64>,
+    /// Record stderr in the golden too (`stderr "<line>"` lines before `exit`), for scenarios
+    /// whose contract is a diagnostic (startup failures). Off by default: stderr is free-form
+    /// logging otherwise.
+    #[serde(default)]
+    pub stderr: bool,
 }
 
 fn default_args() -> Vec<String> {

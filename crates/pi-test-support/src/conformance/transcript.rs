@@ -26,6 +26,18 @@ pub fn stdout_line(norm: &mut Normalizer, line: &Line) -> String {
     }
 }
 
+/// One `stderr "<line>"` per stderr line (LF-separated; a final unterminated line counts, the
+/// empty piece after a final LF does not).
+pub fn stderr_lines(norm: &mut Normalizer, stderr: &str) -> Vec<String> {
+    let body = stderr.strip_suffix('\n').unwrap_or(stderr);
+    if body.is_empty() {
+        return Vec::new();
+    }
+    body.split('\n')
+        .map(|l| format!("stderr {}", Value::String(norm.string(l))))
+        .collect()
+}
+
 pub fn request_line(norm: &mut Normalizer, req: &RecordedRequest) -> String {
     let mut headers = Map::new();
     for name in HEADERS_OF_INTEREST {
@@ -100,5 +112,24 @@ fn content_lines(norm: &mut Normalizer, path: &Path, bytes: &[u8]) -> Vec<String
             Err(_) => vec![format!("text {}", Value::String(norm.string(text)))],
         },
         _ => vec![format!("text {}", Value::String(norm.string(text)))],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_lines_are_normalized_one_per_line() {
+        let mut norm = Normalizer::new(vec![("/tmp/run1/work".into(), "<cwd>".into())]);
+        assert_eq!(
+            stderr_lines(&mut norm, "Error: /tmp/run1/work/x.ts: \"bad\"\nHint: y\n"),
+            vec![
+                r#"stderr "Error: <cwd>/x.ts: \"bad\"""#.to_string(),
+                r#"stderr "Hint: y""#.to_string(),
+            ]
+        );
+        assert_eq!(stderr_lines(&mut norm, "tail"), vec![r#"stderr "tail""#]);
+        assert!(stderr_lines(&mut norm, "").is_empty());
     }
 }
