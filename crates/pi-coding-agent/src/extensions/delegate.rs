@@ -109,6 +109,20 @@ impl Delegate for HostDelegate {
                     rt.set_thinking_level(level).await;
                     Ok(Value::Null)
                 }
+                "register_tool" => {
+                    let path = text(&params, "extensionPath")?.to_string();
+                    let def: super::ExtTool =
+                        serde_json::from_value(params.clone()).map_err(|e| e.to_string())?;
+                    rt.register_extension_tool(&path, def);
+                    Ok(Value::Null)
+                }
+                "register_command" => {
+                    let path = text(&params, "extensionPath")?.to_string();
+                    let command: super::ExtCommand =
+                        serde_json::from_value(params.clone()).map_err(|e| e.to_string())?;
+                    rt.core.ext.registrations().add_command(&path, command);
+                    Ok(Value::Null)
+                }
                 other => Err(format!("pi in Rust does not support `{other}` yet")),
             }
         })
@@ -164,6 +178,45 @@ impl Delegate for HostDelegate {
                 }
                 "abort" => {
                     rt.abort().await;
+                    Ok(Value::Null)
+                }
+                "send_message" => rt.ext_send_message(&params).await.map(|()| Value::Null),
+                "complete" => rt.ext_complete(&params).await,
+                "get_api_key" => {
+                    let provider = text(&params, "provider")?;
+                    let registry = lock(&rt.core.registry);
+                    let model = registry
+                        .all_models()
+                        .into_iter()
+                        .find(|m| m.provider == provider);
+                    match model.map(|m| registry.request_auth(&m)) {
+                        Some(Ok(auth)) => Ok(json!({"apiKey": auth.api_key})),
+                        _ => Ok(json!({})),
+                    }
+                }
+                "new_session" => {
+                    let parent = params
+                        .get("parentSession")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let cancelled = rt.new_session(parent).await?;
+                    Ok(json!({ "cancelled": cancelled }))
+                }
+                "switch_session" => {
+                    let cancelled = rt.switch_session(text(&params, "sessionPath")?).await?;
+                    Ok(json!({ "cancelled": cancelled }))
+                }
+                "fork" => {
+                    let (_, cancelled) = rt.fork(text(&params, "entryId")?).await?;
+                    Ok(json!({ "cancelled": cancelled }))
+                }
+                "shutdown" => {
+                    rt.core.request_shutdown();
+                    Ok(Value::Null)
+                }
+                "run_builtin_tool" => rt.run_builtin_tool(&params).await,
+                "send_user_message" => {
+                    rt.ext_send_user_message(&params).await;
                     Ok(Value::Null)
                 }
                 "wait_for_idle" => {

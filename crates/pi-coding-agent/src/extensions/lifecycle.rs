@@ -51,3 +51,210 @@ impl Runtime {
         self.core.ext.kill();
     }
 }
+
+impl Runtime {
+    /// `session_before_switch`: true when a handler cancelled.
+    pub(crate) async fn ext_before_switch(&self, reason: &str, target: Option<&str>) -> bool {
+        let mut payload = json!({ "reason": reason });
+        if let Some(t) = target {
+            payload["targetSessionFile"] = json!(t);
+        }
+        cancelled(self.core.ext_emit("session_before_switch", payload).await)
+    }
+
+    /// `session_before_fork` (`position`: `before` for fork, `at` for clone): true when a
+    /// handler cancelled.
+    pub(crate) async fn ext_before_fork(&self, entry_id: &str, position: &str) -> bool {
+        let payload = json!({ "entryId": entry_id, "position": position });
+        cancelled(self.core.ext_emit("session_before_fork", payload).await)
+    }
+
+    /// `session_shutdown` of the session being replaced.
+    pub(crate) async fn ext_session_shutdown(&self, reason: &str, target: Option<String>) {
+        let mut payload = json!({ "reason": reason });
+        if let Some(t) = target {
+            payload["targetSessionFile"] = json!(t);
+        }
+        self.core.ext_emit("session_shutdown", payload).await;
+    }
+
+    /// After a replacement: every extension instance is made anew for the new session (its
+    /// module state kept, as Pi keeps the loaded modules), then `session_start`.
+    pub(crate) async fn ext_session_restart(&self, reason: &str, previous: Option<String>) {
+        let Some(host) = self.core.ext.host().cloned() else {
+            return;
+        };
+        host.notify("invalidate", serde_json::Map::new());
+        let mut params = serde_json::Map::new();
+        params.insert("reason".into(), json!(reason));
+        params.insert("cwd".into(), json!(self.core.env.cwd));
+        match host.request("reinit", params).await {
+            Ok(value) => self.apply_registrations(value),
+            Err(e) => {
+                self.core
+                    .ext_error("<host>", "reinit", &e.to_string())
+                    .await;
+                return;
+            }
+        }
+        let mut payload = json!({ "reason": reason });
+        if let Some(p) = previous {
+            payload["previousSessionFile"] = json!(p);
+        }
+        self.core.ext_emit("session_start", payload).await;
+        self.core
+            .ext_emit(
+                "resources_discover",
+                json!({ "cwd": self.core.env.cwd, "reason": "startup" }),
+            )
+            .await;
+    }
+}
+
+/// Whether a `session_before_*` result cancels.
+fn cancelled(result: Option<serde_json::Value>) -> bool {
+    result
+        .and_then(|r| r.get("cancel").and_then(serde_json::Value::as_bool))
+        .unwrap_or(false)
+}
+
+impl Runtime {
+    /// Takes the registrations of extensions made anew (`reinit`/`reload`): handlers, commands,
+    /// tools (active ones stay active while registered; new default ones become active).
+    pub(crate) fn apply_registrations(&self, value: serde_json::Value) {
+        let init: super::load::InitResult = match serde_json::from_value(value) {
+            Ok(init) => init,
+            Err(e) => {
+                eprintln!("pi: unexpected answer from the extension host: {e}");
+                return;
+            }
+        };
+        for e in &init.errors {
+            eprintln!(
+                "Error: Failed to load extension \"{}\": {}",
+                e.path, e.error
+            );
+        }
+        if let Some(host) = self.core.ext.host() {
+            host.set_handlers(init.handlers);
+        }
+        let previous = self.core.ext.registrations().clone();
+        let mut fresh = super::Registrations::default();
+        for reg in init.extensions {
+            let info = previous
+                .extensions
+                .iter()
+                .find(|(p, _)| p.path == reg.path)
+                .map(|(_, info)| info.clone());
+            if let Some(info) = info {
+                fresh.extensions.push((reg, info));
+            }
+        }
+        let tools: Vec<_> = fresh
+            .extensions
+            .iter()
+            .flat_map(|(reg, info)| reg.tools.iter().map(move |t| (t.clone(), info.clone())))
+            .collect();
+        *self.core.ext.registrations() = fresh;
+        let before: Vec<String> = self.core.tools.extension_defaults();
+        self.core
+            .tools
+            .replace_extensions(crate::runtime::extension_tools(tools, &self.core));
+        let mut names = self.active_tool_names();
+        for name in self.core.tools.extension_defaults() {
+            if !before.contains(&name) && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        self.set_active_tools_by_name(&names);
+    }
+}
+
+/// What `session_before_compact` handlers decided.
+#[derive(Default)]
+pub(crate) struct CompactHook {
+    pub cancel: bool,
+    /// A summary an extension made itself (used instead of ours).
+    pub compaction: Option<pi_protocol::results::CompactionResult>,
+}
+
+impl crate::runtime::Core {
+    /// `session_before_compact`: cancel, or supply the compaction.
+    pub(crate) async fn ext_before_compact(
+        &self,
+        prep: &crate::compaction::Preparation,
+        custom_instructions: Option<&str>,
+        reason: pi_protocol::event::CompactionReason,
+    ) -> CompactHook {
+        if !self.ext.handles("session_before_compact") {
+            return CompactHook::default();
+        }
+        let branch: Vec<serde_json::Value> = {
+            let session = lock(&self.session);
+            session
+                .branch_entries(None)
+                .into_iter()
+                .filter_map(|e| serde_json::to_value(e).ok())
+                .collect()
+        };
+        let mut payload = json!({
+            "preparation": {
+                "firstKeptEntryId": prep.first_kept_entry_id,
+                "messagesToSummarize": prep.messages_to_summarize,
+                "turnPrefixMessages": prep.turn_prefix_messages,
+                "isSplitTurn": prep.is_split_turn,
+                "tokensBefore": prep.tokens_before,
+                "previousSummary": prep.previous_summary,
+            },
+            "branchEntries": branch,
+            "reason": reason,
+            "willRetry": false,
+        });
+        if let Some(c) = custom_instructions {
+            payload["customInstructions"] = json!(c);
+        }
+        let Some(result) = self.ext_emit("session_before_compact", payload).await else {
+            return CompactHook::default();
+        };
+        CompactHook {
+            cancel: result.get("cancel").and_then(serde_json::Value::as_bool) == Some(true),
+            compaction: result.get("compaction").and_then(|c| {
+                let mut c = c.clone();
+                if c.get("tokensBefore").is_none() {
+                    c["tokensBefore"] = json!(prep.tokens_before);
+                }
+                serde_json::from_value(c).ok()
+            }),
+        }
+    }
+}
+
+impl Runtime {
+    /// `pi.registerTool` after loading: registered at once, and active when its kind of tool
+    /// is active on registration (Pi's `_refreshToolRegistry`).
+    pub(crate) fn register_extension_tool(&self, path: &str, def: super::ExtTool) {
+        let source = self
+            .core
+            .ext
+            .registrations()
+            .extensions
+            .iter()
+            .find(|(e, _)| e.path == path)
+            .map(|(_, info)| info.clone());
+        let Some(source) = source else {
+            return;
+        };
+        self.core.ext.registrations().add_tool(path, def.clone());
+        let active = def.active_by_default();
+        let name = def.name.clone();
+        for (def, source, tool) in crate::runtime::extension_tools(vec![(def, source)], &self.core)
+        {
+            self.core.tools.add_extension(def, source, tool);
+        }
+        let mut names = self.active_tool_names();
+        if active && !names.contains(&name) && self.core.tools.is_allowed(&name) {
+            names.push(name);
+            self.set_active_tools_by_name(&names);
+        }
+    }
+}

@@ -27,19 +27,19 @@ pub struct LoadReport {
 }
 
 #[derive(Deserialize)]
-struct InitResult {
+pub(crate) struct InitResult {
     #[serde(default)]
-    extensions: Vec<ExtensionRegistration>,
+    pub extensions: Vec<ExtensionRegistration>,
     #[serde(default)]
-    errors: Vec<LoadError>,
+    pub errors: Vec<LoadError>,
     #[serde(default)]
-    handlers: Vec<String>,
+    pub handlers: Vec<String>,
 }
 
 #[derive(Deserialize)]
-struct LoadError {
-    path: String,
-    error: String,
+pub(crate) struct LoadError {
+    pub path: String,
+    pub error: String,
 }
 
 /// `pi`'s mode as extensions see it (`ctx.mode`).

@@ -12,7 +12,9 @@ mod agent_events;
 mod delegate;
 mod emit;
 mod lifecycle;
+mod llm;
 mod load;
+mod messages;
 mod partial;
 mod prompt;
 mod registry;
@@ -24,7 +26,7 @@ pub(crate) use tools::ExtensionTool;
 
 pub(crate) use delegate::HostDelegate;
 pub(crate) use partial::PartialAssistant;
-pub use prompt::{BeforeAgentStart, InputOutcome};
+pub use prompt::{BeforeAgentStart, InputOutcome, StartTrigger};
 
 use pi_agent::ToolUpdateSink;
 use pi_ext_host::Host;

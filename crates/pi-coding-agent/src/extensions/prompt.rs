@@ -13,6 +13,15 @@ pub enum InputOutcome {
     Handled,
 }
 
+/// What starts a run, as `before_agent_start` handlers see it.
+pub enum StartTrigger<'a> {
+    User {
+        prompt: &'a str,
+        images: &'a [ImageContent],
+    },
+    Custom(&'a pi_protocol::message::AgentMessage),
+}
+
 /// What `before_agent_start` handlers added to the run.
 #[derive(Default)]
 pub struct BeforeAgentStart {
@@ -96,19 +105,24 @@ impl Core {
         }
     }
 
-    /// `before_agent_start` for a user prompt (after expansion).
+    /// `before_agent_start` for a user prompt (after expansion) or a custom message.
     pub(crate) async fn ext_before_agent_start(
         &self,
-        prompt: &str,
-        images: &[ImageContent],
+        trigger: StartTrigger<'_>,
     ) -> BeforeAgentStart {
         if !self.ext.handles("before_agent_start") {
             return BeforeAgentStart::default();
         }
-        let mut payload = json!({ "messageType": "user", "prompt": prompt });
-        if !images.is_empty() {
-            payload["images"] = json!(images);
-        }
+        let mut payload = match trigger {
+            StartTrigger::User { prompt, images } => {
+                let mut p = json!({ "messageType": "user", "prompt": prompt });
+                if !images.is_empty() {
+                    p["images"] = json!(images);
+                }
+                p
+            }
+            StartTrigger::Custom(message) => json!({ "messageType": "custom", "message": message }),
+        };
         if let Some(agent) = self.agent() {
             payload["systemPrompt"] = json!(self.system_prompt_text(&agent));
         }

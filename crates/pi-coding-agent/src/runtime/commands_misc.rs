@@ -19,6 +19,10 @@ impl Runtime {
         command: String,
         exclude_from_context: bool,
     ) -> Result<BashResult, String> {
+        if let Some(result) = self.ext_user_bash(&command, exclude_from_context).await? {
+            self.record_bash(command, &result, exclude_from_context);
+            return Ok(result);
+        }
         let settings = self.core.settings();
         let request = BashRequest {
             command: command.clone(),
@@ -49,6 +53,12 @@ impl Runtime {
         let (result, ()) = tokio::join!(run, forward);
         lock(&self.core.bash_cancels).retain(|(k, _)| *k != key);
         let result = result?;
+        self.record_bash(command, &result, exclude_from_context);
+        Ok(result)
+    }
+
+    /// The command's message goes into the session (once the run settles, if one is active).
+    fn record_bash(&self, command: String, result: &BashResult, exclude_from_context: bool) {
         let message = BashExecutionMessage {
             command,
             output: result.output.clone(),
@@ -64,7 +74,42 @@ impl Runtime {
         if !self.core.is_streaming() {
             self.core.flush_pending_bash();
         }
-        Ok(result)
+    }
+
+    /// Extensions' `user_bash`: a result that replaces running the command, or `None` to run
+    /// it here. A throwing handler fails the command.
+    async fn ext_user_bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+    ) -> Result<Option<BashResult>, String> {
+        if !self.core.ext.handles("user_bash") {
+            return Ok(None);
+        }
+        let Some(host) = self.core.ext.host().cloned() else {
+            return Ok(None);
+        };
+        let mut params = serde_json::Map::new();
+        params.insert("event".into(), serde_json::json!("user_bash"));
+        params.insert(
+            "payload".into(),
+            serde_json::json!({
+                "command": command,
+                "excludeFromContext": exclude_from_context,
+                "cwd": self.core.env.cwd,
+            }),
+        );
+        params.insert("ctx".into(), self.core.ext_ctx());
+        let value = host
+            .request("emit", params)
+            .await
+            .map_err(|e| e.to_string())?;
+        match value.get("result") {
+            Some(result) if !result.is_null() => serde_json::from_value(result.clone())
+                .map(Some)
+                .map_err(|e| format!("Invalid user_bash handler result: {e}")),
+            _ => Ok(None),
+        }
     }
 
     /// `abort_bash`: cancels every running RPC `bash` command (not the agent's tools).
@@ -91,8 +136,10 @@ impl Runtime {
             .map_err(|e| e.to_string())
     }
 
-    /// `get_commands`: prompt templates, skills and the built-in extension commands.
+    /// `get_commands`: extension commands, prompt templates, skills and the built-in
+    /// extension commands.
     pub fn commands(&self) -> Vec<RpcSlashCommand> {
-        lock(&self.core.res).commands(Vec::new())
+        let extension = self.core.ext.registrations().slash_commands();
+        lock(&self.core.res).commands(extension)
     }
 }

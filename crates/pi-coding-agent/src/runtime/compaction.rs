@@ -148,6 +148,15 @@ impl Core {
         reason: CompactionReason,
         cancel: &CancellationToken,
     ) -> Result<CompactionResult, SummarizeError> {
+        let hook = self
+            .ext_before_compact(prep, custom_instructions, reason)
+            .await;
+        if hook.cancel {
+            return Err(SummarizeError::Cancelled);
+        }
+        if let Some(result) = hook.compaction {
+            return self.record_compaction(result, true, reason).await;
+        }
         let api_key = self
             .summarization_api_key(model)
             .map_err(SummarizeError::Failed)?;
@@ -164,26 +173,51 @@ impl Core {
             cancel: cancel.clone(),
             notices: &notices,
         };
-        let mut result = summarizer.compact(prep, custom_instructions).await?;
+        let result = summarizer.compact(prep, custom_instructions).await?;
         if cancel.is_cancelled() {
             return Err(SummarizeError::Cancelled);
         }
-        let estimated_after = {
+        self.record_compaction(result, false, reason).await
+    }
+
+    /// Appends the compaction entry, reloads the agent's context and tells extensions
+    /// (`session_compact`).
+    async fn record_compaction(
+        &self,
+        mut result: CompactionResult,
+        from_hook: bool,
+        reason: CompactionReason,
+    ) -> Result<CompactionResult, SummarizeError> {
+        let (estimated_after, entry) = {
             let mut session = lock(&self.session);
-            session
+            let id = session
                 .append_compaction(CompactionParams {
                     summary: result.summary.clone(),
                     first_kept_entry_id: Some(result.first_kept_entry_id.clone()),
                     tokens_before: result.tokens_before,
                     details: result.details.clone(),
-                    from_hook: Some(false),
+                    from_hook: Some(from_hook),
                     usage: result.usage.clone(),
                 })
                 .map_err(|e| SummarizeError::Failed(e.to_string()))?;
-            compaction::estimate_messages_tokens(&session.build_projection().messages)
+            let estimate =
+                compaction::estimate_messages_tokens(&session.build_projection().messages);
+            (estimate, session.entry(&id).cloned())
         };
         self.refresh_agent_context();
         result.estimated_tokens_after = Some(estimated_after);
+        if let Some(entry) = entry {
+            self.ext_emit(
+                "session_compact",
+                serde_json::json!({
+                    "compactionEntry": entry,
+                    "fromExtension": from_hook,
+                    "reason": reason,
+                    "willRetry": false,
+                }),
+            )
+            .await;
+        }
         Ok(result)
     }
 

@@ -62,6 +62,9 @@ impl Core {
         // Extensions' handlers run before the client hears of the event (as in Pi).
         self.ext_agent_event(event).await;
         self.emit_agent(event, will_retry).await;
+        if matches!(event, AgentEvent::TurnEnd { .. }) {
+            self.flush_held_custom().await;
+        }
         if let AgentEvent::MessageEnd { message } = event
             && let AgentMessage::Assistant(a) = &**message
         {

@@ -18,15 +18,16 @@ mod startup;
 mod state;
 mod tools;
 
-pub use prompt::{Preflight, PromptRequest};
+pub(crate) use prompt::custom_message;
+pub use prompt::{Preflight, PromptOrigin, PromptRequest};
 pub use startup::{list_models, start};
-pub(crate) use tools::ToolCatalog;
+pub(crate) use tools::{ToolCatalog, extension_tools};
 
 use crate::output::Output;
 use crate::resources::session::SessionResources;
 use crate::settings::model::Settings;
 use pi_agent::Agent;
-use pi_protocol::message::{AssistantMessage, BashExecutionMessage};
+use pi_protocol::message::{AgentMessage, AssistantMessage, BashExecutionMessage};
 use pi_registry::{ModelRegistry, ScopedModel};
 use pi_session::SessionStore;
 use pi_tools::SessionHandle;
@@ -81,6 +82,10 @@ pub(crate) struct RunState {
     pub turn_index: u64,
     /// A system prompt an extension forced for the current run (`before_agent_start`).
     pub forced_system_prompt: Option<String>,
+    /// Extension messages for the next run (`sendMessage` with `deliverAs: "nextTurn"`).
+    pub next_turn: Vec<AgentMessage>,
+    /// Extension messages sent during a turn without triggering one; appended when it ends.
+    pub held_custom: Vec<AgentMessage>,
 }
 
 /// Everything the runtime owns except the agent.
@@ -110,6 +115,8 @@ pub(crate) struct Core {
     pub pending_ext_errors: Mutex<Vec<(String, String)>>,
     /// The streaming assistant message, rebuilt for extensions' `message_update` handlers.
     pub ext_partial: Mutex<Option<crate::extensions::PartialAssistant>>,
+    /// An extension asked pi to quit (`ctx.shutdown()`).
+    pub quit: tokio::sync::Notify,
     agent: OnceLock<Weak<Agent>>,
 }
 
@@ -127,6 +134,11 @@ impl Core {
         *self.busy.borrow()
     }
 
+    /// `ctx.shutdown()`: the mode ends the session once it is idle.
+    pub fn request_shutdown(&self) {
+        self.quit.notify_one();
+    }
+
     /// A copy of the merged settings.
     pub fn settings(&self) -> Settings {
         lock(&self.res).settings.settings().clone()
@@ -141,6 +153,13 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Resolves when an extension asked pi to quit and the session is idle.
+    pub async fn quit_requested(&self) {
+        self.core.quit.notified().await;
+        let mut busy = self.core.busy.subscribe();
+        let _ = busy.wait_for(|b| !*b).await;
+    }
+
     /// Ends the process's work: aborts a run and waits for it, kills running commands.
     pub async fn shutdown(&self) {
         if self.core.is_streaming() {

@@ -33,9 +33,24 @@ impl Runtime {
             return Err(pi_registry::model_not_found(provider, model_id));
         };
         let level = self.level_for_switch(&model, None);
+        let previous = self.model();
         self.apply_model(&model);
         self.set_thinking_level(level).await;
+        self.model_selected(&model, &previous, "set").await;
         Ok((*model).clone())
+    }
+
+    /// Extensions' `model_select`, awaited before the command's answer; not for the same model.
+    async fn model_selected(&self, model: &Model, previous: &Model, source: &str) {
+        if model.provider == previous.provider && model.id == previous.id {
+            return;
+        }
+        self.core
+            .ext_emit(
+                "model_select",
+                serde_json::json!({ "model": model, "previousModel": previous, "source": source }),
+            )
+            .await;
     }
 
     /// `cycle_model`: next scoped model (or next available one); `None` with nothing to switch to.
@@ -68,6 +83,7 @@ impl Runtime {
         let level = self.level_for_switch(&next, explicit);
         self.apply_model(&next);
         self.set_thinking_level(level).await;
+        self.model_selected(&next, &current, "cycle").await;
         Some(CycleModelData {
             model: (*next).clone(),
             thinking_level: self.thinking_level(),
@@ -126,6 +142,10 @@ impl Runtime {
             self.core
                 .emit(SessionEvent::ThinkingLevelChanged { level: effective })
                 .await;
+            self.core.ext_notify_event(
+                "thinking_level_select",
+                serde_json::json!({ "level": effective, "previousLevel": previous }),
+            );
         }
     }
 

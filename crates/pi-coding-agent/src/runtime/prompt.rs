@@ -6,7 +6,7 @@
 //! itself is its own task.
 
 use super::{Core, Runtime, lock};
-use crate::extensions::InputOutcome;
+use crate::extensions::{InputOutcome, StartTrigger};
 use crate::resources::expand::expand_input;
 use crate::resources::system_prompt::{ToolPrompt, diff_sections, replay_sections, system_message};
 use pi_protocol::StreamingBehavior;
@@ -39,7 +39,7 @@ pub enum Preflight {
 }
 
 /// A custom message an extension returned (`{customType, content, display, details}`).
-fn custom_message(value: serde_json::Value) -> Option<AgentMessage> {
+pub(crate) fn custom_message(value: serde_json::Value) -> Option<AgentMessage> {
     let content = match value.get("content") {
         None | Some(serde_json::Value::Null) => serde_json::json!([]),
         Some(c) => c.clone(),
@@ -67,9 +67,26 @@ fn user_message(text: String, images: Vec<ImageContent>) -> AgentMessage {
     ))
 }
 
+/// Who sent a prompt: the client, or an extension (`pi.sendUserMessage`), whose text is
+/// expanded only when it asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptOrigin {
+    Rpc,
+    Extension { expand: bool },
+}
+
 impl Runtime {
     /// The inline part of `prompt`.
     pub async fn prompt_preflight(&self, request: PromptRequest) -> Preflight {
+        self.prompt_preflight_from(request, PromptOrigin::Rpc).await
+    }
+
+    /// The inline part of a prompt from `origin`.
+    pub(crate) async fn prompt_preflight_from(
+        &self,
+        request: PromptRequest,
+        origin: PromptOrigin,
+    ) -> Preflight {
         if lock(&self.core.run).compacting {
             return Preflight::Rejected(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
@@ -84,15 +101,23 @@ impl Runtime {
                 StreamingBehavior::Steer => "steer",
                 StreamingBehavior::FollowUp => "followUp",
             });
+        let (source, expand) = match origin {
+            PromptOrigin::Rpc => ("rpc", true),
+            PromptOrigin::Extension { expand } => ("extension", expand),
+        };
         let (text, images) = match self
             .core
-            .ext_input(request.text, request.images, "rpc", behavior)
+            .ext_input(request.text, request.images, source, behavior)
             .await
         {
             InputOutcome::Handled => return Preflight::Handled,
             InputOutcome::Continue(text, images) => (text, images),
         };
-        let text = self.core.expand(&text).await;
+        let text = if expand {
+            self.core.expand(&text).await
+        } else {
+            text
+        };
         if self.core.is_streaming() {
             return match request.streaming_behavior {
                 None => Preflight::Rejected(
@@ -114,22 +139,39 @@ impl Runtime {
             let mut run = lock(&self.core.run);
             run.abort_requested = false;
         }
-        let started = self.core.ext_before_agent_start(&text, &images).await;
-        lock(&self.core.run).forced_system_prompt = started.system_prompt;
+        let started = self
+            .core
+            .ext_before_agent_start(StartTrigger::User {
+                prompt: &text,
+                images: &images,
+            })
+            .await;
         let (images, hints) = self.core.normalize_images(images);
         let text = if hints.is_empty() {
             text
         } else {
             format!("{text}\n\n{}", hints.join("\n"))
         };
-        let user = user_message(text, images);
+        Preflight::Started(self.starting_messages(user_message(text, images), started))
+    }
+
+    /// A run's starting messages (Pi's `_prepareRun`): the system prompt patch if the prompt
+    /// changed, the starting message, held `nextTurn` messages, then messages extensions added.
+    pub(crate) fn starting_messages(
+        &self,
+        first: AgentMessage,
+        started: crate::extensions::BeforeAgentStart,
+    ) -> Vec<AgentMessage> {
+        let next_turn = std::mem::take(&mut lock(&self.core.run).next_turn);
+        lock(&self.core.run).forced_system_prompt = started.system_prompt;
         let mut messages = Vec::new();
         if let Some(system) = self.core.system_patch(&self.agent) {
             messages.push(AgentMessage::System(system));
         }
-        messages.push(user);
+        messages.push(first);
+        messages.extend(next_turn);
         messages.extend(started.messages.into_iter().filter_map(custom_message));
-        Preflight::Started(messages)
+        messages
     }
 
     /// `steer` / `follow_up`: queue (also while idle; the next run delivers it).
@@ -189,6 +231,7 @@ impl Runtime {
             self.core.finish_cancelled_retry().await;
         }
         self.core.flush_pending_bash();
+        self.core.flush_held_custom().await;
         lock(&self.core.run).forced_system_prompt = None;
         let aborted = self.abort_requested();
         // Idle before the client hears `agent_settled`: its next prompt must find us ready.

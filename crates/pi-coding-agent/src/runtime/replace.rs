@@ -11,10 +11,37 @@ use pi_registry::SessionModelState;
 use pi_session::{ForkPosition, NewSession, SessionStore};
 use std::path::Path;
 
+/// Why the session is replaced, as extensions hear it (`session_shutdown`/`session_start`).
+#[derive(Clone, Copy)]
+enum Reason {
+    New,
+    Resume,
+    Fork,
+}
+
+impl Reason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Reason::New => "new",
+            Reason::Resume => "resume",
+            Reason::Fork => "fork",
+        }
+    }
+}
+
 impl Runtime {
-    /// Settles the active run, then makes `store` the session.
-    async fn replace_session(&self, mut store: SessionStore) {
+    /// Settles the active run, then makes `store` the session; extensions see the old session
+    /// shut down and start again on the new one.
+    async fn replace_session(&self, mut store: SessionStore, reason: Reason) {
         self.abort().await;
+        let previous_file = lock(&self.core.session)
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned());
+        let target_file = store
+            .session_file()
+            .map(|p| p.to_string_lossy().into_owned());
+        self.ext_session_shutdown(reason.as_str(), target_file)
+            .await;
         let has_thinking_entry = store
             .branch_entries(None)
             .iter()
@@ -63,10 +90,16 @@ impl Runtime {
             s.thinking_level = selection.thinking_level;
             s.error_message = None;
         });
+        self.ext_session_restart(reason.as_str(), previous_file)
+            .await;
     }
 
     /// `new_session`: a fresh session in the same directory (in memory stays in memory).
-    pub async fn new_session(&self, parent_session: Option<String>) -> Result<(), String> {
+    /// `Ok(true)` when an extension cancelled it.
+    pub async fn new_session(&self, parent_session: Option<String>) -> Result<bool, String> {
+        if self.ext_before_switch("new", None).await {
+            return Ok(true);
+        }
         let (cwd, dir, persisted) = {
             let s = lock(&self.core.session);
             (
@@ -84,14 +117,19 @@ impl Runtime {
             _ => SessionStore::in_memory(&cwd, options),
         }
         .map_err(|e| e.to_string())?;
-        self.replace_session(store).await;
-        Ok(())
+        self.replace_session(store, Reason::New).await;
+        Ok(false)
     }
 
     /// `switch_session`: opens another file (a missing one becomes a new session bound to it).
-    pub async fn switch_session(&self, session_path: &str) -> Result<(), String> {
+    /// `Ok(true)` when an extension cancelled it.
+    pub async fn switch_session(&self, session_path: &str) -> Result<bool, String> {
         let path =
             pi_session::paths::resolve_path(session_path, &self.core.env.cwd, &self.core.env.home);
+        let target = path.to_string_lossy().into_owned();
+        if self.ext_before_switch("resume", Some(&target)).await {
+            return Ok(true);
+        }
         let store = SessionStore::open(&path, None, None).map_err(|e| e.to_string())?;
         let session_cwd = store.cwd().to_path_buf();
         if store.session_file().is_some()
@@ -108,25 +146,36 @@ impl Runtime {
                 self.core.env.cwd.display()
             ));
         }
-        self.replace_session(store).await;
-        Ok(())
+        self.replace_session(store, Reason::Resume).await;
+        Ok(false)
     }
 
-    /// `fork`: a new session ending just before the given user message; returns its text.
-    pub async fn fork(&self, entry_id: &str) -> Result<Option<String>, String> {
+    /// `fork`: a new session ending just before the given user message; returns its text, or
+    /// `None` with `true` when an extension cancelled the fork.
+    pub async fn fork(&self, entry_id: &str) -> Result<(Option<String>, bool), String> {
+        if self.ext_before_fork(entry_id, "before").await {
+            return Ok((None, true));
+        }
         let forked = lock(&self.core.session)
             .fork(entry_id, ForkPosition::Before)
             .map_err(|e| e.to_string())?;
-        self.replace_session(forked.store).await;
-        Ok(forked.selected_text)
+        self.replace_session(forked.store, Reason::Fork).await;
+        Ok((forked.selected_text, false))
     }
 
-    /// `clone`: a new session holding the current branch up to the leaf.
-    pub async fn clone_session(&self) -> Result<(), String> {
+    /// `clone`: a new session holding the current branch up to the leaf. `Ok(true)` when an
+    /// extension cancelled it.
+    pub async fn clone_session(&self) -> Result<bool, String> {
+        let leaf = lock(&self.core.session).leaf_id().map(str::to_string);
+        if let Some(leaf) = leaf
+            && self.ext_before_fork(&leaf, "at").await
+        {
+            return Ok(true);
+        }
         let forked = lock(&self.core.session)
             .clone_session()
             .map_err(|e| e.to_string())?;
-        self.replace_session(forked.store).await;
-        Ok(())
+        self.replace_session(forked.store, Reason::Fork).await;
+        Ok(false)
     }
 }

@@ -20,8 +20,14 @@ impl Runtime {
             session.session_name()
         };
         self.core
-            .emit(SessionEvent::SessionInfoChanged { name: current })
+            .emit(SessionEvent::SessionInfoChanged {
+                name: current.clone(),
+            })
             .await;
+        self.core.ext_notify_event(
+            "session_info_changed",
+            serde_json::json!({ "name": current }),
+        );
         Ok(())
     }
 

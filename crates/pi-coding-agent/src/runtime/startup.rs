@@ -519,6 +519,7 @@ fn assemble(
         ext,
         pending_ext_errors: Mutex::new(deferred),
         ext_partial: Mutex::new(None),
+        quit: tokio::sync::Notify::new(),
         agent: OnceLock::new(),
     });
     for (def, source, tool) in super::tools::extension_tools(ext_tools, &core) {

@@ -56,6 +56,14 @@ impl ToolCatalog {
         }
     }
 
+    /// Replaces every extension tool (the extensions were made anew).
+    pub fn replace_extensions(&self, tools: Vec<RegisteredTool>) {
+        lock(&self.extension).clear();
+        for (def, source, tool) in tools {
+            self.add_extension(def, source, tool);
+        }
+    }
+
     pub fn extension_tool(&self, name: &str) -> Option<ExtTool> {
         lock(&self.extension)
             .iter()
@@ -166,6 +174,36 @@ impl ToolCatalog {
 }
 
 impl Runtime {
+    /// A built-in tool run for an extension (the tool factories of
+    /// `@earendil-works/pi-coding-agent`), in the cwd it was made for.
+    pub(crate) async fn run_builtin_tool(&self, params: &Value) -> Result<Value, String> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let mut config = (*self.core.tools.config).clone();
+        if let Some(cwd) = params.get("cwd").and_then(Value::as_str) {
+            config.cwd = cwd.into();
+        }
+        let tool = pi_tools::build_tool(name, &Arc::new(config)).map_err(|e| e.to_string())?;
+        let args = match params.get("params") {
+            Some(Value::Object(map)) => map.clone(),
+            _ => serde_json::Map::new(),
+        };
+        let args = pi_schema::validate_tool_arguments(tool.declaration(), &args, None)?;
+        let result = tool
+            .execute(pi_agent::ToolInvocation {
+                tool_call_id: params
+                    .get("toolCallId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                args,
+                cancel: tokio_util::sync::CancellationToken::new(),
+                updates: Arc::new(|_| {}),
+            })
+            .await
+            .map_err(|e| e.0)?;
+        serde_json::to_value(result).map_err(|e| e.to_string())
+    }
+
     pub fn active_tool_names(&self) -> Vec<String> {
         self.agent
             .with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect())

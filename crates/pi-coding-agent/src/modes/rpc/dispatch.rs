@@ -143,8 +143,9 @@ fn data_or_error<T: Into<ResponseData>>(result: Result<T, String>) -> Outcome<Re
 }
 
 /// `{"cancelled":false}` on success (nothing can cancel without extensions), `error` otherwise.
-fn not_cancelled(result: Result<(), String>) -> Outcome<ResponseData> {
-    data_or_error(result.map(|()| CancelledData { cancelled: false }))
+/// `{cancelled}` of a session replacement (an extension may cancel it).
+fn cancelled(result: Result<bool, String>) -> Outcome<ResponseData> {
+    data_or_error(result.map(|cancelled| CancelledData { cancelled }))
 }
 
 async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runtime) {
@@ -273,19 +274,18 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
             commands: rt.commands(),
         }),
         RpcCommand::NewSession { parent_session } => {
-            not_cancelled(rt.new_session(parent_session).await)
+            cancelled(rt.new_session(parent_session).await)
         }
         RpcCommand::SwitchSession { session_path } => {
-            not_cancelled(rt.switch_session(&session_path).await)
+            cancelled(rt.switch_session(&session_path).await)
         }
         // `text` is the forked-from user message; absent when there is none.
-        RpcCommand::Fork { entry_id } => {
-            data_or_error(rt.fork(&entry_id).await.map(|text| ForkData {
-                text,
-                cancelled: false,
-            }))
-        }
-        RpcCommand::Clone {} => not_cancelled(rt.clone_session().await),
+        RpcCommand::Fork { entry_id } => data_or_error(
+            rt.fork(&entry_id)
+                .await
+                .map(|(text, cancelled)| ForkData { text, cancelled }),
+        ),
+        RpcCommand::Clone {} => cancelled(rt.clone_session().await),
         RpcCommand::Compact {
             custom_instructions,
         } => data_or_error(rt.compact(custom_instructions).await),

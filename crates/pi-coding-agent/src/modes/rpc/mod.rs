@@ -46,6 +46,7 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     let exit_code = tokio::select! {
         _ = input => 0,
         code = signals.next() => code,
+        () = rt.quit_requested() => 0,
     };
     // Dispose the runtime: abort a run and wait for it; kill running commands.
     tokio::select! {
