@@ -123,12 +123,14 @@ async function handleRequest(channel, message) {
 export function startHost(channel) {
 	host.channel = channel;
 	channel.onMessage((message) => {
-		if (typeof message.id === "number" || typeof message.id === "string") {
-			void handleRequest(channel, message);
+		// Notifications first: a ui_response carries the dialog's (string) id, not a request id.
+		const notification = NOTIFICATIONS[message.type];
+		if (!notification) {
+			if (message.id !== undefined) void handleRequest(channel, message);
 			return;
 		}
 		try {
-			NOTIFICATIONS[message.type]?.(message);
+			notification(message);
 		} catch (error) {
 			process.stderr.write(`pi extension host: ${message.type}: ${errorMessage(error)}\n`);
 		}
