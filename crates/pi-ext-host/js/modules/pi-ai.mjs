@@ -69,8 +69,11 @@ export function StringEnum(values, options) {
 	});
 }
 
-// ---- uuidv7: 48-bit millisecond time, then a per-process counter seeded at random ---------------
+// ---- uuidv7: 48-bit millisecond time, then a 41-bit per-process counter seeded at random ---------
+// The counter fills the bits after the version and variant fields, so ids from one process sort in
+// creation order even within one millisecond.
 
+const COUNTER_LIMIT = 2 ** 41;
 let lastTime = 0;
 let counter;
 
@@ -81,18 +84,24 @@ export function uuidv7(timestampMs) {
 	}
 	if (timestampMs === undefined) lastTime = now;
 	const bytes = randomFillSync(new Uint8Array(16));
-	// A monotonically increasing 42-bit counter keeps ids generated in one millisecond ordered.
-	counter = counter === undefined ? (bytes[1] * 2 ** 32 + bytes[2] * 2 ** 24 + bytes[3] * 2 ** 16 + bytes[4] * 256 + bytes[5]) % 2 ** 41 : counter + 1;
+	if (counter === undefined) {
+		counter = (bytes[1] * 2 ** 32 + bytes[2] * 2 ** 24 + bytes[3] * 2 ** 16 + bytes[4] * 256 + bytes[5]) % 2 ** 40;
+	} else {
+		if (counter === COUNTER_LIMIT - 1) throw new RangeError("UUIDv7 generator sequence exhausted");
+		counter++;
+	}
 	let t = now;
 	for (let i = 5; i >= 0; i--) {
 		bytes[i] = t % 256;
 		t = Math.floor(t / 256);
 	}
-	const c = counter;
-	bytes[6] = 0x70 | (Math.floor(c / 2 ** 37) & 0x0f);
-	bytes[7] = Math.floor(c / 2 ** 29) & 0xff;
-	bytes[8] = 0x80 | (Math.floor(c / 2 ** 23) & 0x3f);
-	bytes[9] = Math.floor(c / 2 ** 15) & 0xff;
+	const bits = (shift, mask) => Math.floor(counter / 2 ** shift) & mask;
+	bytes[6] = 0x70 | bits(37, 0x0f);
+	bytes[7] = bits(29, 0xff);
+	bytes[8] = 0x80 | bits(23, 0x3f);
+	bytes[9] = bits(15, 0xff);
+	bytes[10] = bits(7, 0xff);
+	bytes[11] = (bits(0, 0x7f) << 1) | (bytes[11] & 0x01);
 	const hex = Buffer.from(bytes).toString("hex");
 	return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

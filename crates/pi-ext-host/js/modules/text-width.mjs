@@ -114,16 +114,19 @@ export function truncateToWidth(text, maxWidth, ellipsis = "...", pad = false) {
 	return padTo(result, prefixWidth + ellipsisWidth);
 }
 
+/** The longest prefix within `target` cells; escapes are kept only ahead of a kept character. */
 function truncatePrefix(text, target) {
 	let out = "";
+	let pending = "";
 	let width = 0;
 	for (const token of tokens(text)) {
 		if (token.escape) {
-			out += token.text;
+			pending += token.text;
 			continue;
 		}
 		if (width + token.width > target) break;
-		out += token.text;
+		out += pending + token.text;
+		pending = "";
 		width += token.width;
 	}
 	return { text: out, width };
@@ -151,8 +154,10 @@ export function wrapTextWithAnsi(text, width) {
 		let line = "";
 		let lineWidth = 0;
 		let active = "";
+		// Spaces at a break belong to neither line.
+		const trimEnd = (text) => text.replace(/ +((?:\x1b\[[0-9;]*m)*)$/, "$1");
 		const pushLine = () => {
-			lines.push(line);
+			lines.push(trimEnd(line));
 			line = active;
 			lineWidth = 0;
 		};
