@@ -4,6 +4,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { createJiti } from "jiti";
 import { createExtensionAPI } from "./api.mjs";
 import { emitLocal } from "./dispatch.mjs";
@@ -166,6 +167,12 @@ export function applyFlagValues(runtime, values) {
 	}
 }
 
+/** Makes process.argv[1] start pi (see pi-shim.mjs); execPath stays node so fork() keeps working. */
+function usePiShim(piPath) {
+	process.env.PI_EXT_HOST_PI_PATH = piPath;
+	process.argv[1] = fileURLToPath(new URL("../pi-shim.mjs", import.meta.url));
+}
+
 /**
  * Loads a new generation. `kind` is "init", "reinit" or "reload"; `request` carries the fields of
  * PROTOCOL.md (reinit may omit `extensions`/`flagValues`: the previous ones are reused).
@@ -182,6 +189,7 @@ export async function loadGeneration(kind, request) {
 			piVersion: request.piVersion ?? "1.6.0",
 		};
 		resetTheme();
+		if (request.piPath) usePiShim(request.piPath);
 	} else if (request.cwd) {
 		host.config.cwd = request.cwd;
 	}

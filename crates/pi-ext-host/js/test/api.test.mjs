@@ -275,3 +275,54 @@ describe("pi API", () => {
 		assert.deepEqual(JSON.parse(lastNote()), [STALE, STALE, STALE]);
 	});
 });
+
+describe("run signal and late provider registration", () => {
+	it("ctx.signal lives while a run is active and fires on abort; registerProvider after load is a sync call", async () => {
+		const dir = fixtureDir({
+			"sig.ts": `
+				export default function (pi) {
+					pi.on("agent_start", async (_e, ctx) => {
+						const signal = ctx.signal;
+						await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+						ctx.ui.notify("aborted " + signal.aborted);
+					});
+					pi.on("session_before_compact", async (e, ctx) => {
+						await new Promise((resolve) => e.signal.addEventListener("abort", resolve, { once: true }));
+						return { cancel: true };
+					});
+					pi.registerCommand("prov", { handler: async (_a, ctx) => {
+						pi.registerProvider("late", { api: "late-api", streamSimple() {}, models: [] });
+						try { pi.registerProvider("bad", { models: [] }); } catch (e) { ctx.ui.notify(e.message); }
+					} });
+				}`,
+		});
+		const pi = await FakePi.start({ cwd: dir });
+		try {
+			await pi.init([path.join(dir, "sig.ts")]);
+			pi.notify("run", { active: true });
+			const pending = pi.emit("agent_start", {});
+			await new Promise((r) => setTimeout(r, 30));
+			pi.notify("abort");
+			await pending;
+			assert.equal(pi.uiRecords().at(-1).message, "aborted true");
+			pi.notify("run", { active: false });
+			const compact = pi.emit("session_before_compact", { reason: "manual" });
+			await new Promise((r) => setTimeout(r, 30));
+			pi.notify("abort");
+			assert.deepEqual(await compact, { cancel: true });
+			pi.calls.sync.register_provider = (params) => {
+				if (!params.config.api) throw new Error(`Provider ${params.name}: "api" is required`);
+				return null;
+			};
+			await pi.ask("command", { name: "prov", args: "", ctx: {} });
+			assert.deepEqual(pi.callsOf("register_provider")[0], {
+				path: path.join(dir, "sig.ts"),
+				name: "late",
+				config: { api: "late-api", streamSimple: true, models: [] },
+			});
+			assert.equal(pi.uiRecords().at(-1).message, 'Provider bad: "api" is required');
+		} finally {
+			await pi.close();
+		}
+	});
+});

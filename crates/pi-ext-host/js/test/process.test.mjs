@@ -84,3 +84,26 @@ describe("process hygiene", () => {
 		}
 	});
 });
+
+describe("pi as a subprocess", () => {
+	it("process.argv[1] runs the pi binary named by init's piPath", async () => {
+		const dir = fixtureDir({
+			"fake-pi": '#!/bin/sh\necho "fake pi $*"\nexit 4\n',
+			"sub.ts": `
+				import { spawnSync } from "node:child_process";
+				export default (pi) => pi.registerCommand("sub", { handler: async (_a, ctx) => {
+					const r = spawnSync(process.execPath, [process.argv[1], "--mode", "json"], { encoding: "utf8" });
+					ctx.ui.notify(JSON.stringify({ out: r.stdout, status: r.status }));
+				} });`,
+		});
+		fs.chmodSync(path.join(dir, "fake-pi"), 0o755);
+		const pi = await FakePi.start({ cwd: dir });
+		try {
+			await pi.init([path.join(dir, "sub.ts")], { piPath: path.join(dir, "fake-pi") });
+			await pi.ask("command", { name: "sub", args: "", ctx: {} });
+			assert.deepEqual(JSON.parse(pi.uiRecords().at(-1).message), { out: "fake pi --mode json\n", status: 4 });
+		} finally {
+			await pi.close();
+		}
+	});
+});
