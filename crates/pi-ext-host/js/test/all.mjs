@@ -7,3 +7,4 @@ import "./api.test.mjs";
 import "./examples.test.mjs";
 import "./modules.test.mjs";
 import "./process.test.mjs";
+import "./differential.test.mjs";
