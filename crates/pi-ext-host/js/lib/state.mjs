@@ -48,12 +48,25 @@ export function effect(method, params) {
 	requireChannel().effect(method, params);
 }
 
-/** Answers about the session; cached until pi reports a new sessionVersion or we mutate it. */
+let cacheClearScheduled = false;
+
+/**
+ * Answers about the session. Cached for the current turn of the event loop only (pi may change
+ * the session while a handler awaits something), and dropped earlier when pi reports a new
+ * sessionVersion or the host mutates the session.
+ */
 export function sessionQuery(what, extra = {}) {
 	const key = JSON.stringify([what, extra]);
 	if (sessionCache.has(key)) return structuredClone(sessionCache.get(key));
 	const value = callSync("session", { what, ...extra });
 	sessionCache.set(key, value);
+	if (!cacheClearScheduled) {
+		cacheClearScheduled = true;
+		setImmediate(() => {
+			cacheClearScheduled = false;
+			sessionCache.clear();
+		});
+	}
 	return structuredClone(value);
 }
 

@@ -326,3 +326,28 @@ describe("run signal and late provider registration", () => {
 		}
 	});
 });
+
+describe("session answers", () => {
+	it("are cached within one turn of the event loop, fetched again after an await", async () => {
+		const dir = fixtureDir({
+			"s.ts": `export default (pi) => pi.registerCommand("s", { handler: async (_a, ctx) => {
+				const sm = ctx.sessionManager;
+				const first = [sm.getEntries().length, sm.getEntries().length];
+				await new Promise((r) => setTimeout(r, 50));
+				ctx.ui.notify(JSON.stringify([...first, sm.getEntries().length]));
+			} });`,
+		});
+		const pi = await FakePi.start({ cwd: dir });
+		try {
+			await pi.init([path.join(dir, "s.ts")]);
+			const pending = pi.ask("command", { name: "s", args: "", ctx: {} });
+			await pi.waitFor((m) => m.method === "session");
+			pi.state.entries.push({ type: "message", id: "x" });
+			await pending;
+			assert.deepEqual(JSON.parse(pi.uiRecords().at(-1).message), [1, 1, 2]);
+			assert.equal(pi.callsOf("session").length, 2);
+		} finally {
+			await pi.close();
+		}
+	});
+});
