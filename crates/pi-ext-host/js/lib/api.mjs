@@ -2,6 +2,7 @@
 // registrations go into the extension, provider changes and flag defaults wait for the factory to
 // succeed, and actions throw until every extension of the generation has loaded.
 import { registerCommandWithPi, registerProviderWithPi, registerToolWithPi, unregisterProviderWithPi } from "./registration.mjs";
+import { emitLocal } from "./dispatch.mjs";
 import { execCommand } from "./exec.mjs";
 import {
 	callAsync,
@@ -37,6 +38,11 @@ export function createExtensionAPI(extension, runtime) {
 	const applyChange = (change) => {
 		if (state === "loading") pendingChanges.push(change);
 		else change();
+	};
+	// After loading, registry changes reach the extension that connects servers (not awaited, as in Pi).
+	const mcpChanged = () => {
+		if (!runtime.bound) return;
+		void emitLocal(runtime, { type: "mcp_servers_change", servers: [...runtime.mcpServers.values()] });
 	};
 	const reportAsync = (event) => (error) =>
 		runtime.emitError({ extensionPath: "<runtime>", event, error: errorMessage(error) });
@@ -248,12 +254,17 @@ export function createExtensionAPI(extension, runtime) {
 			);
 			if (clash) throw new Error(`MCP server "${name}" conflicts with registered server "${clash.name}"`);
 			const server = { name, config: structuredClone(config), extensionPath: extension.path };
-			applyChange(() => runtime.mcpServers.set(name, server));
+			applyChange(() => {
+				runtime.mcpServers.set(name, server);
+				mcpChanged();
+			});
 		},
 		unregisterMcpServer(name) {
 			assertActive();
 			applyChange(() => {
-				if (runtime.mcpServers.get(name)?.extensionPath === extension.path) runtime.mcpServers.delete(name);
+				if (runtime.mcpServers.get(name)?.extensionPath !== extension.path) return;
+				runtime.mcpServers.delete(name);
+				mcpChanged();
 			});
 		},
 		getMcpServers() {
