@@ -1,0 +1,148 @@
+// Serves pi's requests and notifications (PROTOCOL.md "Requests pi → host").
+import { createCommandContext, createToolContext } from "./context.mjs";
+import { emitEvent } from "./dispatch.mjs";
+import { handleStreamEvent } from "./llm.mjs";
+import { loadGeneration } from "./loader.mjs";
+import { abortProviderStream, runProviderStream } from "./provider-stream.mjs";
+import { effect, errorMessage, host, updateCtxState } from "./state.mjs";
+import { handleUIResponse } from "./ui.mjs";
+
+const toolControllers = new Map();
+
+function requireRuntime() {
+	if (!host.runtime) throw new Error("No extensions are loaded (init has not run)");
+	return host.runtime;
+}
+
+function toolResultValue(result) {
+	const value = { content: result?.content ?? [], details: result?.details };
+	for (const key of ["isError", "terminate", "structuredContent", "usage"]) {
+		if (result?.[key] !== undefined) value[key] = result[key];
+	}
+	return value;
+}
+
+async function runTool({ tool, toolCallId, params, ctx }) {
+	updateCtxState(ctx);
+	const runtime = requireRuntime();
+	const found = runtime.findTool(tool);
+	if (!found) throw new Error(`Tool ${tool} not found`);
+	const controller = new AbortController();
+	toolControllers.set(toolCallId, controller);
+	let settled = false;
+	// Updates after execute() settled are dropped, as in Pi's agent loop.
+	const onUpdate = (partialResult) => {
+		if (!settled) effect("tool_update", { toolCallId, partialResult });
+	};
+	try {
+		const result = await found.definition.execute(
+			toolCallId,
+			params,
+			controller.signal,
+			onUpdate,
+			createToolContext(runtime, toolCallId),
+		);
+		return toolResultValue(result);
+	} finally {
+		settled = true;
+		toolControllers.delete(toolCallId);
+	}
+}
+
+async function runCommand({ name, args, ctx }) {
+	updateCtxState(ctx);
+	const runtime = requireRuntime();
+	const found = runtime.findCommand(name);
+	if (!found) throw new Error(`Unknown extension command: ${name}`);
+	try {
+		await found.command.handler(args ?? "", createCommandContext(runtime));
+	} catch (error) {
+		runtime.emitError({ extensionPath: `command:${name}`, event: "command", error: errorMessage(error) });
+	}
+	return null;
+}
+
+function prepareArgs({ tool, args }) {
+	const found = requireRuntime().findTool(tool);
+	const prepare = found?.definition.prepareArguments;
+	return typeof prepare === "function" ? prepare(args) : args;
+}
+
+const REQUESTS = {
+	init: (msg) => loadGeneration("init", msg),
+	reinit: (msg) => loadGeneration("reinit", msg),
+	reload: (msg) => loadGeneration("reload", msg),
+	apply_flags: ({ values }) => {
+		const runtime = requireRuntime();
+		for (const [name, value] of Object.entries(values ?? {})) runtime.flagValues.set(name, value);
+		return null;
+	},
+	emit: ({ event, payload, ctx }) => {
+		updateCtxState(ctx);
+		return emitEvent(requireRuntime(), event, payload);
+	},
+	command: runCommand,
+	prepare_args: prepareArgs,
+	tool: runTool,
+	provider_stream: (msg) => runProviderStream(requireRuntime(), msg),
+};
+
+const NOTIFICATIONS = {
+	ui_response: (msg) => handleUIResponse(msg.response && typeof msg.response === "object" ? msg.response : msg),
+	tool_abort: ({ toolCallId }) => toolControllers.get(toolCallId)?.abort(),
+	stream_abort: ({ streamId }) => abortProviderStream(streamId),
+	stream_event: (msg) => handleStreamEvent(msg),
+	run: ({ active }) => {
+		if (active) {
+			host.run = new AbortController();
+			host.ctxState.isIdle = false;
+		} else {
+			host.run = undefined;
+			host.ctxState.isIdle = true;
+		}
+	},
+	abort: () => {
+		host.run?.abort();
+		for (const controller of toolControllers.values()) controller.abort();
+		for (const controller of host.abortables) controller.abort();
+	},
+	invalidate: () => host.runtime?.invalidate(),
+};
+
+async function handleRequest(channel, message) {
+	const handler = REQUESTS[message.type];
+	try {
+		if (!handler) throw new Error(`Unknown request type: ${message.type}`);
+		const value = await handler(message);
+		channel.result(message.id, value ?? null);
+	} catch (error) {
+		channel.failure(message.id, errorMessage(error));
+	}
+}
+
+export function startHost(channel) {
+	host.channel = channel;
+	channel.onMessage((message) => {
+		// Notifications first: a ui_response carries the dialog's (string) id, not a request id.
+		const notification = NOTIFICATIONS[message.type];
+		if (!notification) {
+			if (message.id !== undefined) void handleRequest(channel, message);
+			return;
+		}
+		try {
+			notification(message);
+		} catch (error) {
+			process.stderr.write(`pi extension host: ${message.type}: ${errorMessage(error)}\n`);
+		}
+	});
+	// pi went away: nothing left to serve.
+	channel.onEnd(() => process.exit(0));
+	// Extension code must not take the host down with a stray rejection or throw.
+	process.on("unhandledRejection", (reason) => {
+		process.stderr.write(`pi extension host: unhandled rejection: ${reason?.stack ?? reason}\n`);
+	});
+	process.on("uncaughtException", (error) => {
+		process.stderr.write(`pi extension host: uncaught exception: ${error?.stack ?? error}\n`);
+	});
+	channel.start();
+}

@@ -1,0 +1,295 @@
+// The built-in tool factories extensions import (createReadTool & co). Definitions carry Pi's exact
+// names, descriptions and schemas (they reach the model); execution is pi's own Rust tool, through
+// the async call `run_builtin_tool`.
+import { realpath } from "node:fs/promises";
+import path from "node:path";
+import { Type } from "typebox";
+import { callAsync, host } from "../lib/state.mjs";
+import { DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, GREP_MAX_LINE_LENGTH } from "./truncate.mjs";
+
+const SESSION_ENV_GUIDELINE = "You can inspect PI_* environment variables for current model and session details.";
+const JSON_SCHEMA_PREFERRED = { type: "json_schema", strict: "prefer" };
+const KB = DEFAULT_MAX_BYTES / 1024;
+
+const shellSchema = () =>
+	Type.Object({
+		command: Type.String({ description: "Shell command to execute" }),
+		timeout: Type.Optional(Type.Number({ description: "Timeout in seconds (optional, no default timeout)" })),
+	});
+
+const shellOutputSchema = () =>
+	Type.Object({
+		output: Type.String({ description: "Combined stdout and stderr, possibly truncated" }),
+		truncated: Type.Boolean(),
+		full_output_path: Type.Optional(Type.String({ description: "Full output, when truncated" })),
+		exit_code: Type.Number(),
+		wall_time_seconds: Type.Number(),
+	});
+
+const shellDescription = (shell) =>
+	`Execute a ${shell} command in the current working directory. Returns stdout and stderr. Output is truncated to last ${DEFAULT_MAX_LINES} lines or ${KB}KB (whichever is hit first). If truncated, full output is saved to a temp file. Optionally provide a timeout in seconds.`;
+
+const SPECS = {
+	read: () => ({
+		description: `Read the contents of a file. Supports text files and images (jpg, png, gif, webp, bmp). Images are sent as attachments. For text files, output is truncated to ${DEFAULT_MAX_LINES} lines or ${KB}KB (whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset until complete.`,
+		promptSnippet: "Read file contents",
+		promptGuidelines: ["Use read to examine files instead of cat or sed."],
+		parameters: Type.Object({
+			path: Type.String({ description: "Path to the file to read (relative or absolute)" }),
+			offset: Type.Optional(Type.Number({ description: "Line number to start reading from (1-indexed)" })),
+			limit: Type.Optional(Type.Number({ description: "Maximum number of lines to read" })),
+		}),
+		outputSchema: Type.Union([
+			Type.String(),
+			Type.Object({ type: Type.Literal("image"), data: Type.String(), mimeType: Type.String(), note: Type.String() }),
+		]),
+		constrainedSampling: JSON_SCHEMA_PREFERRED,
+	}),
+	bash: (options) => ({
+		description: shellDescription("bash"),
+		promptSnippet: "Execute bash commands (ls, grep, find, etc.)",
+		promptGuidelines: (options?.exposeSessionEnvironment ?? true) ? [SESSION_ENV_GUIDELINE] : undefined,
+		parameters: shellSchema(),
+		outputSchema: shellOutputSchema(),
+		constrainedSampling: JSON_SCHEMA_PREFERRED,
+	}),
+	powershell: (options) => ({
+		description: shellDescription("PowerShell"),
+		promptSnippet: "Execute PowerShell commands",
+		promptGuidelines: (options?.exposeSessionEnvironment ?? true) ? [SESSION_ENV_GUIDELINE] : undefined,
+		parameters: shellSchema(),
+		outputSchema: shellOutputSchema(),
+		constrainedSampling: JSON_SCHEMA_PREFERRED,
+	}),
+	edit: () => ({
+		description:
+			"Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes.",
+		promptSnippet: "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
+		promptGuidelines: [
+			"Use edit for targeted changes. Batch changes to one file in a single call.",
+			"Each edits[].oldText must exactly and uniquely match the original file. Keep matches short and non-overlapping; merge nearby changes without including large unchanged regions.",
+		],
+		parameters: Type.Object(
+			{
+				path: Type.String({ description: "Path to the file to edit (relative or absolute)" }),
+				edits: Type.Array(
+					Type.Object(
+						{
+							oldText: Type.String({
+								description:
+									"Exact text for one targeted replacement. It must be unique in the original file and must not overlap with any other edits[].oldText in the same call.",
+							}),
+							newText: Type.String({ description: "Replacement text for this targeted edit." }),
+						},
+						{},
+					),
+					{
+						description:
+							"One or more targeted replacements. Each edit is matched against the original file, not incrementally. Do not include overlapping or nested edits. If two changes touch the same block or nearby lines, merge them into one edit instead.",
+					},
+				),
+			},
+			{},
+		),
+		constrainedSampling: JSON_SCHEMA_PREFERRED,
+		prepareArguments: prepareEditArguments,
+	}),
+	write: () => ({
+		description:
+			"Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates parent directories.",
+		promptSnippet: "Create or overwrite files",
+		promptGuidelines: ["Use write only for new files or complete rewrites."],
+		parameters: Type.Object({
+			path: Type.String({ description: "Path to the file to write (relative or absolute)" }),
+			content: Type.String({ description: "Content to write to the file" }),
+		}),
+		constrainedSampling: JSON_SCHEMA_PREFERRED,
+	}),
+	grep: () => ({
+		description: `Search file contents for a pattern. Returns matching lines with file paths and line numbers. Respects .gitignore. Output is truncated to 100 matches or ${KB}KB (whichever is hit first). Long lines are truncated to ${GREP_MAX_LINE_LENGTH} chars.`,
+		promptSnippet: "Search file contents for patterns (respects .gitignore)",
+		parameters: Type.Object({
+			pattern: Type.String({ description: "Search pattern (regex or literal string)" }),
+			path: Type.Optional(Type.String({ description: "Directory or file to search (default: current directory)" })),
+			glob: Type.Optional(
+				Type.String({
+					description:
+						"Filter files by glob pattern relative to path, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth",
+				}),
+			),
+			ignoreCase: Type.Optional(Type.Boolean({ description: "Case-insensitive search (default: false)" })),
+			literal: Type.Optional(
+				Type.Boolean({ description: "Treat pattern as literal string instead of regex (default: false)" }),
+			),
+			context: Type.Optional(
+				Type.Number({ description: "Number of lines to show before and after each match (default: 0)" }),
+			),
+			limit: Type.Optional(Type.Number({ description: "Maximum number of matches to return (default: 100)" })),
+		}),
+	}),
+	find: () => ({
+		description: `Search for files by glob pattern. Returns matching file paths relative to the search directory. Respects .gitignore. Output is truncated to 1000 results or ${KB}KB (whichever is hit first).`,
+		promptSnippet: "Find files by glob pattern (respects .gitignore)",
+		parameters: Type.Object({
+			pattern: Type.String({
+				description:
+					"Glob pattern relative to the search directory, e.g. 'src/**/*.ts'. Without '/', e.g. '*.ts', it matches file names at any depth",
+			}),
+			path: Type.Optional(Type.String({ description: "Directory to search in (default: current directory)" })),
+			limit: Type.Optional(Type.Number({ description: "Maximum number of results (default: 1000)" })),
+		}),
+	}),
+	ls: () => ({
+		description: `List directory contents. Returns entries sorted alphabetically, with '/' suffix for directories. Includes dotfiles. Output is truncated to 500 entries or ${KB}KB (whichever is hit first).`,
+		promptSnippet: "List directory contents",
+		parameters: Type.Object({
+			path: Type.Optional(Type.String({ description: "Directory to list (default: current directory)" })),
+			limit: Type.Optional(Type.Number({ description: "Maximum number of entries to return (default: 500)" })),
+		}),
+	}),
+};
+
+const isSingleEdit = (value) =>
+	Boolean(value) &&
+	typeof value === "object" &&
+	!Array.isArray(value) &&
+	typeof value.oldText === "string" &&
+	typeof value.newText === "string";
+
+/** Accepts the shapes models send besides `edits: [...]`: a JSON string, one edit, or legacy fields. */
+function prepareEditArguments(input) {
+	if (!input || typeof input !== "object") return input;
+	const args = input;
+	if (typeof args.edits === "string") {
+		try {
+			const parsed = JSON.parse(args.edits);
+			if (Array.isArray(parsed)) args.edits = parsed;
+			else if (isSingleEdit(parsed)) args.edits = [parsed];
+		} catch {}
+	} else if (isSingleEdit(args.edits)) {
+		args.edits = [args.edits];
+	}
+	if (typeof args.oldText !== "string" || typeof args.newText !== "string") return args;
+	const edits = Array.isArray(args.edits) ? [...args.edits] : [];
+	edits.push({ oldText: args.oldText, newText: args.newText });
+	const { oldText: _o, newText: _n, ...rest } = args;
+	return { ...rest, edits };
+}
+
+/** The bash spawn context an extension's spawnHook may rewrite (command, cwd, env). */
+function spawnContext(command, cwd, options, ctx) {
+	const env = { ...process.env };
+	for (const key of ["PI_EXT_HOST", "PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL"]) {
+		delete env[key];
+	}
+	if ((options?.exposeSessionEnvironment ?? true) && ctx) {
+		env.PI_SESSION_ID = ctx.sessionManager.getSessionId();
+		const file = ctx.sessionManager.getSessionFile();
+		if (file) env.PI_SESSION_FILE = file;
+		if (ctx.model) {
+			env.PI_PROVIDER = ctx.model.provider;
+			env.PI_MODEL = ctx.model.id;
+		}
+		if (ctx.thinkingLevel) env.PI_REASONING_LEVEL = ctx.thinkingLevel;
+	}
+	return options.spawnHook({ command, cwd, env });
+}
+
+function createExecute(name, cwd, options) {
+	return async (toolCallId, params, signal, _onUpdate, ctx) => {
+		if (options?.operations) {
+			throw new Error(`${name}: custom operations are not supported by the pi extension host`);
+		}
+		if (signal?.aborted) throw new Error("Operation aborted");
+		let args = params;
+		let runCwd = ctx?.cwd || cwd;
+		let env;
+		if (name === "bash" || name === "powershell") {
+			let command = options?.commandPrefix ? `${options.commandPrefix}\n${params.command}` : params.command;
+			if (typeof options?.spawnHook === "function") {
+				const hooked = spawnContext(command, runCwd, options, ctx);
+				command = hooked.command;
+				runCwd = hooked.cwd;
+				env = hooked.env;
+			}
+			args = { ...params, command };
+		}
+		return callAsync("run_builtin_tool", { name, cwd: runCwd, params: args, toolCallId, env });
+	};
+}
+
+export function createBuiltinToolDefinition(name, cwd = host.config.cwd, options) {
+	const spec = SPECS[name](options);
+	const definition = { name, label: name, description: spec.description, promptSnippet: spec.promptSnippet };
+	if (spec.promptGuidelines) definition.promptGuidelines = [...spec.promptGuidelines];
+	definition.parameters = spec.parameters;
+	if (spec.outputSchema) definition.outputSchema = spec.outputSchema;
+	if (spec.constrainedSampling) definition.constrainedSampling = spec.constrainedSampling;
+	if (spec.prepareArguments) definition.prepareArguments = spec.prepareArguments;
+	definition.execute = createExecute(name, path.resolve(cwd ?? process.cwd()), options);
+	return definition;
+}
+
+/** The AgentTool form: no ctx, so the factory's cwd applies. bash also carries its prompt metadata. */
+export function createBuiltinTool(name, cwd, options) {
+	const definition = createBuiltinToolDefinition(name, cwd, options);
+	const tool = {
+		name: definition.name,
+		label: definition.label,
+		description: definition.description,
+		parameters: definition.parameters,
+		outputSchema: definition.outputSchema,
+		constrainedSampling: definition.constrainedSampling,
+		prepareArguments: definition.prepareArguments,
+		executionMode: definition.executionMode,
+		execute: (toolCallId, params, signal, onUpdate, ctx) => definition.execute(toolCallId, params, signal, onUpdate, ctx),
+	};
+	if (name === "bash" || name === "powershell") {
+		tool.promptSnippet = definition.promptSnippet;
+		tool.promptGuidelines = definition.promptGuidelines;
+	}
+	return tool;
+}
+
+export const BUILTIN_TOOL_NAMES = Object.keys(SPECS);
+
+// Serialises mutations per file (by real path) across everything in this process. Registration
+// is itself queued so calls keep their order even when realpath() lookups finish out of order.
+const fileQueues = new Map();
+let registrations = Promise.resolve();
+
+async function queueKey(filePath) {
+	const resolved = path.resolve(filePath);
+	try {
+		return await realpath(resolved);
+	} catch (error) {
+		if (error?.code === "ENOENT" || error?.code === "ENOTDIR") return resolved;
+		throw error;
+	}
+}
+
+export async function withFileMutationQueue(filePath, fn) {
+	const registration = registrations.then(async () => {
+		const key = await queueKey(filePath);
+		const previous = fileQueues.get(key) ?? Promise.resolve();
+		let release;
+		const gate = new Promise((resolve) => {
+			release = resolve;
+		});
+		const tail = previous.then(() => gate);
+		fileQueues.set(key, tail);
+		return { key, previous, tail, release };
+	});
+	registrations = registration.then(
+		() => undefined,
+		() => undefined,
+	);
+	const { key, previous, tail, release } = await registration;
+	await previous;
+	try {
+		return await fn();
+	} finally {
+		release();
+		if (fileQueues.get(key) === tail) fileQueues.delete(key);
+	}
+}
