@@ -14,13 +14,26 @@ use pi_test_support::conformance::suite::{self, Layout, SuiteOptions};
 #[test]
 fn conformance_scenarios_match_goldens() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    // Extension scenarios need Node 22 for the extension host: the one scripts/install-node
+    // put next to the reference, else whatever `node` the system has.
+    let node22 = root.join(".reference/node22/package/bin");
+    let mut path_env = String::from("/usr/local/bin:/usr/bin:/bin");
+    if node22.join("node").is_file() {
+        path_env = format!("{}:{path_env}", node22.display());
+    }
     let layout = Layout::new(root);
     let target = Target {
         label: "pi (ours)".into(),
         program: PathBuf::from(env!("CARGO_BIN_EXE_pi")),
         args: Vec::new(),
-        path_env: "/usr/local/bin:/usr/bin:/bin".into(),
+        path_env,
         package_dir: None,
+        cache_dir: Some(
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join("conformance-cache")
+                .display()
+                .to_string(),
+        ),
     };
     let mut opts = SuiteOptions::replay();
     if let Ok(names) = std::env::var("CONFORMANCE_ONLY") {

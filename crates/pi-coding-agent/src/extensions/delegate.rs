@@ -110,17 +110,19 @@ impl Delegate for HostDelegate {
                     Ok(Value::Null)
                 }
                 "register_tool" => {
-                    let path = text(&params, "extensionPath")?.to_string();
+                    let path = text(&params, "path")?.to_string();
                     let def: super::ExtTool =
                         serde_json::from_value(params.clone()).map_err(|e| e.to_string())?;
                     rt.register_extension_tool(&path, def);
                     Ok(Value::Null)
                 }
                 "register_command" => {
-                    let path = text(&params, "extensionPath")?.to_string();
-                    let command: super::ExtCommand =
-                        serde_json::from_value(params.clone()).map_err(|e| e.to_string())?;
-                    rt.core.ext.registrations().add_command(&path, command);
+                    // The whole list: a new duplicate renames earlier commands (`name:1`, …).
+                    let commands: Vec<super::registry::PathCommand> = serde_json::from_value(
+                        params.get("commands").cloned().unwrap_or(Value::Null),
+                    )
+                    .map_err(|e| e.to_string())?;
+                    rt.core.ext.registrations().set_commands(commands);
                     Ok(Value::Null)
                 }
                 other => Err(format!("pi in Rust does not support `{other}` yet")),

@@ -78,6 +78,17 @@ impl Core {
         });
     }
 
+    /// Tells the host that a run started or ended (`ctx.signal`), or was aborted.
+    pub(crate) fn ext_run_state(&self, kind: &str, active: Option<bool>) {
+        if let Some(host) = self.ext.host() {
+            let mut params = Map::new();
+            if let Some(active) = active {
+                params.insert("active".into(), json!(active));
+            }
+            host.notify(kind, params);
+        }
+    }
+
     /// Writes `{"type":"extension_error","extensionPath","event","error"}`.
     pub(crate) async fn ext_error(&self, extension_path: &str, event: &str, error: &str) {
         self.emit(SessionEvent::ExtensionError {

@@ -101,6 +101,10 @@ pub async fn load_extensions(
         ),
     );
     params.insert("flagValues".into(), json!(unknown_flag_values(args)));
+    // Extensions that run pi as a subprocess (`process.argv[1]`) get this binary.
+    if let Ok(exe) = std::env::current_exe() {
+        params.insert("piPath".into(), json!(exe));
+    }
     let result = match host.request("init", params).await {
         Ok(value) => serde_json::from_value::<InitResult>(value)
             .map_err(|e| HostError::Failed(format!("unexpected init result: {e}"))),

@@ -17,7 +17,7 @@ mod load;
 mod messages;
 mod partial;
 mod prompt;
-mod registry;
+pub(crate) mod registry;
 mod tools;
 
 pub use load::{LoadReport, load_extensions, needs_hint};

@@ -51,6 +51,15 @@ pub struct ExtCommand {
     pub description: Option<String>,
 }
 
+/// A command with the extension that registered it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PathCommand {
+    pub path: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
 /// A flag an extension registered (`--name`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -113,11 +122,18 @@ impl Registrations {
         }
     }
 
-    /// Adds a command registered after loading.
-    pub fn add_command(&mut self, path: &str, command: ExtCommand) {
-        if let Some((e, _)) = self.extensions.iter_mut().find(|(e, _)| e.path == path) {
-            e.commands.retain(|c| c.name != command.name);
-            e.commands.push(command);
+    /// Replaces every extension's commands (the host sends the whole list when one is added
+    /// after loading, since a duplicate renames earlier ones).
+    pub fn set_commands(&mut self, commands: Vec<PathCommand>) {
+        for (e, _) in &mut self.extensions {
+            e.commands = commands
+                .iter()
+                .filter(|c| c.path == e.path)
+                .map(|c| ExtCommand {
+                    name: c.name.clone(),
+                    description: c.description.clone(),
+                })
+                .collect();
         }
     }
 

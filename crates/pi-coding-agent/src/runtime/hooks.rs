@@ -177,11 +177,22 @@ fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<
 impl Core {
     /// The extensions' `context` and `context_with_system` handlers over a request's messages.
     async fn ext_context(&self, messages: Vec<Arc<AgentMessage>>) -> Vec<Arc<AgentMessage>> {
-        if !self.ext.handles("context") && !self.ext.handles("context_with_system") {
+        let messages = self.ext_context_event("context", messages).await;
+        self.ext_context_event("context_with_system", messages)
+            .await
+    }
+
+    /// One of the two context events, over the whole transcript (system messages included).
+    async fn ext_context_event(
+        &self,
+        event: &str,
+        messages: Vec<Arc<AgentMessage>>,
+    ) -> Vec<Arc<AgentMessage>> {
+        if !self.ext.handles(event) {
             return messages;
         }
         let payload = json!({ "messages": messages });
-        let Some(result) = self.ext_emit("context", payload).await else {
+        let Some(result) = self.ext_emit(event, payload).await else {
             return messages;
         };
         let Some(list) = result.get("messages").cloned() else {
@@ -190,7 +201,7 @@ impl Core {
         match serde_json::from_value::<Vec<AgentMessage>>(list) {
             Ok(changed) => changed.into_iter().map(Arc::new).collect(),
             Err(e) => {
-                self.ext_error("<runtime>", "context", &format!("invalid messages: {e}"))
+                self.ext_error("<runtime>", event, &format!("invalid messages: {e}"))
                     .await;
                 messages
             }

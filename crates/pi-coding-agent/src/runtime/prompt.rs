@@ -199,6 +199,7 @@ impl Runtime {
     /// The session-level run: the first low-level run, then retries and queued work, then
     /// exactly one `agent_settled`.
     pub async fn run_session(&self, messages: Vec<AgentMessage>) {
+        self.core.ext_run_state("run", Some(true));
         // Pi checks before the prompt response; here the check follows it, so the command
         // loop stays free to take an `abort` while a compaction runs.
         self.core.check_compaction_before_prompt().await;
@@ -233,6 +234,7 @@ impl Runtime {
         self.core.flush_pending_bash();
         self.core.flush_held_custom().await;
         lock(&self.core.run).forced_system_prompt = None;
+        self.core.ext_run_state("run", Some(false));
         let aborted = self.abort_requested();
         // Idle before the client hears `agent_settled`: its next prompt must find us ready.
         self.core.busy.send_replace(false);
@@ -297,6 +299,7 @@ impl Runtime {
             if let Some(cancel) = retry {
                 cancel.cancel();
             }
+            self.core.ext_run_state("abort", None);
             self.agent.abort();
         }
         let mut busy = self.core.busy.subscribe();

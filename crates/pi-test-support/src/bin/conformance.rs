@@ -77,6 +77,7 @@ fn parse(args: Vec<String>) -> Result<Cli, String> {
         args: extra,
         path_env,
         package_dir,
+        cache_dir: None,
     });
     Ok(Cli {
         command,
@@ -142,6 +143,13 @@ async fn main() -> ExitCode {
             (false, None) => "FAIL",
         };
         println!("{status:>16}  {}", o.name);
+        // The difference of an expected failure is what one works on next.
+        if !o.passed
+            && o.expected_failure.is_some()
+            && std::env::var_os("CONFORMANCE_SHOW").is_some()
+        {
+            println!("{}\n", o.detail);
+        }
     }
     for p in report.problems() {
         println!("\n{p}");

@@ -24,6 +24,9 @@ pub struct Target {
     pub path_env: String,
     /// Install directory of the program's package, replaced by `<pi-package>` in transcripts.
     pub package_dir: Option<String>,
+    /// `XDG_CACHE_HOME` shared by every run: a cache filled once (our extension host's
+    /// installed files) instead of once per scenario, as on a user's machine.
+    pub cache_dir: Option<String>,
 }
 
 /// One stdout line.
@@ -74,6 +77,7 @@ impl Agent {
             .env_clear()
             .env("PATH", &target.path_env)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(target.cache_dir.iter().map(|d| ("XDG_CACHE_HOME", d)))
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

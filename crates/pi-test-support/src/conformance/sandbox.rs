@@ -196,9 +196,12 @@ impl Sandbox {
         Ok(out)
     }
 
+    /// Lock files are transient, and `~/.cache` holds what a program keeps for itself (our
+    /// extension host's installed files), not anything the protocol says.
     fn ignored(&self, p: &Path) -> bool {
-        p.components()
-            .any(|c| c.as_os_str().to_string_lossy().ends_with(".lock"))
+        p.starts_with(self.home.join(".cache"))
+            || p.components()
+                .any(|c| c.as_os_str().to_string_lossy().ends_with(".lock"))
     }
 
     fn is_empty_store(&self, p: &Path, bytes: &[u8]) -> bool {
