@@ -158,6 +158,9 @@ pub struct Agent {
     follow_up: Mutex<PendingQueue>,
     /// Cancellation of the active run, if any.
     active: Mutex<Option<CancellationToken>>,
+    /// Messages added to the session during a run, outside the loop (an extension's message
+    /// held until its turn ended): the run's context takes them before its next request.
+    context_additions: Mutex<Vec<Arc<AgentMessage>>>,
     busy: watch::Sender<bool>,
     pub(crate) config: AgentConfig,
 }
@@ -174,6 +177,7 @@ impl Agent {
             steering: Mutex::new(PendingQueue::new(QueueMode::OneAtATime)),
             follow_up: Mutex::new(PendingQueue::new(QueueMode::OneAtATime)),
             active: Mutex::new(None),
+            context_additions: Mutex::new(Vec::new()),
             busy: watch::channel(false).0,
             config,
         }
@@ -206,6 +210,19 @@ impl Agent {
 
     pub fn follow_up(&self, message: AgentMessage) {
         lock(&self.follow_up).enqueue(message);
+    }
+
+    /// Adds a message the session recorded outside the loop to the active run's context (from
+    /// its next request on). Without an active run nothing is needed: the next run starts
+    /// from the transcript.
+    pub fn add_to_run_context(&self, message: Arc<AgentMessage>) {
+        if self.is_running() {
+            lock(&self.context_additions).push(message);
+        }
+    }
+
+    pub(crate) fn take_context_additions(&self) -> Vec<Arc<AgentMessage>> {
+        std::mem::take(&mut *lock(&self.context_additions))
     }
 
     pub fn clear_queues(&self) {
@@ -304,6 +321,7 @@ impl Agent {
 
     fn end_run(&self) {
         *lock(&self.active) = None;
+        lock(&self.context_additions).clear();
         self.busy.send_replace(false);
     }
 

@@ -129,6 +129,7 @@ async fn run_loop(
                 }
                 agent.emit(AgentEvent::TurnStart).await;
             }
+            st.context.extend(agent.take_context_additions());
             deliver(agent, st, new_messages, std::mem::take(&mut pending)).await;
 
             let message = stream_assistant_response(agent, st, cancel).await;

@@ -11,6 +11,26 @@ use std::path::PathBuf;
 use pi_test_support::conformance::Target;
 use pi_test_support::conformance::suite::{self, Layout, SuiteOptions};
 
+/// Installs the extension host into the shared cache once, so the scenarios that start at the
+/// same moment do not all unpack it (as on a user's machine, where it happens once).
+#[allow(unsafe_code)]
+fn prepare_extension_host(cache_dir: &std::path::Path, node22: &std::path::Path) {
+    // SAFETY: this test binary has one test, which sets it before starting any thread.
+    unsafe { std::env::set_var("XDG_CACHE_HOME", cache_dir) };
+    let node = node22.join("node");
+    let node = if node.is_file() {
+        node
+    } else {
+        match pi_ext_host::find_node() {
+            Some(n) => n,
+            None => return,
+        }
+    };
+    if let Err(e) = pi_ext_host::prepare(&node) {
+        eprintln!("could not prepare the extension host: {e}");
+    }
+}
+
 #[test]
 fn conformance_scenarios_match_goldens() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
@@ -21,6 +41,8 @@ fn conformance_scenarios_match_goldens() {
     if node22.join("node").is_file() {
         path_env = format!("{}:{path_env}", node22.display());
     }
+    let cache_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("conformance-cache");
+    prepare_extension_host(&cache_dir, &node22);
     let layout = Layout::new(root);
     let target = Target {
         label: "pi (ours)".into(),
@@ -28,12 +50,7 @@ fn conformance_scenarios_match_goldens() {
         args: Vec::new(),
         path_env,
         package_dir: None,
-        cache_dir: Some(
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                .join("conformance-cache")
-                .display()
-                .to_string(),
-        ),
+        cache_dir: Some(cache_dir.display().to_string()),
     };
     let mut opts = SuiteOptions::replay();
     if let Ok(names) = std::env::var("CONFORMANCE_ONLY") {

@@ -21,6 +21,8 @@ try {
 	process.stderr.write(`pi extension host: cannot prepare jiti/typebox: ${error?.message ?? error}\n`);
 	process.exit(3);
 }
+// `--prepare`: only unpack jiti and typebox (a test suite warms the cache once).
+if (process.argv.includes("--prepare")) process.exit(0);
 
 // Nothing an extension prints may reach pi's protocol; console.log and friends go to stderr.
 const writeToStderr = process.stderr.write.bind(process.stderr);

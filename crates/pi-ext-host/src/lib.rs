@@ -10,6 +10,6 @@ mod assets;
 mod host;
 mod spawn;
 
-pub use assets::host_dir;
+pub use assets::{host_dir, prepare};
 pub use host::{BoxFuture, CallResult, Delegate, Host, HostError, StartError};
 pub use spawn::{NODE_ENV, find_node};

@@ -27,8 +27,24 @@ impl Core {
                 payload.insert("turnIndex".into(), json!(lock(&self.run).turn_index));
                 payload.insert("timestamp".into(), json!(pi_js::now_ms()));
             }
-            AgentEvent::TurnEnd { .. } => {
-                payload.insert("turnIndex".into(), json!(lock(&self.run).turn_index));
+            AgentEvent::TurnEnd { message, .. } => {
+                let outcome = match message {
+                    pi_protocol::message::AgentMessage::Assistant(a) => match a.stop_reason {
+                        pi_protocol::usage::StopReason::Aborted => "aborted",
+                        pi_protocol::usage::StopReason::Error => "error",
+                        _ => "completed",
+                    },
+                    _ => "completed",
+                };
+                let run = lock(&self.run);
+                payload.insert("turnIndex".into(), json!(run.turn_index));
+                payload.insert("messageEntryId".into(), json!(run.last_assistant_entry));
+                payload.insert("toolResultEntryIds".into(), json!(run.tool_result_entries));
+                drop(run);
+                payload.insert("outcome".into(), json!(outcome));
+                payload.insert("entries".into(), json!([]));
+                payload.insert("continue".into(), json!(false));
+                payload.insert("context".into(), self.boundary_context());
             }
             AgentEvent::AgentEnd { .. } => {
                 payload.remove("willRetry");
@@ -42,7 +58,15 @@ impl Core {
             _ => {}
         }
         self.count_turns(event);
-        self.ext_emit(name, Value::Object(payload)).await;
+        let result = self.ext_emit(name, Value::Object(payload)).await;
+        if matches!(event, AgentEvent::TurnEnd { .. })
+            && let Some(drafts) = result
+                .as_ref()
+                .and_then(|r| r.get("entries"))
+                .and_then(Value::as_array)
+        {
+            self.apply_boundary_drafts(drafts).await;
+        }
     }
 
     /// `turnIndex` of `turn_start`/`turn_end`: 0-based within a low-level run.

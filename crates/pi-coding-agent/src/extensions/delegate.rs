@@ -85,9 +85,8 @@ impl Delegate for HostDelegate {
                             name: current.clone(),
                         })
                         .await;
-                    rt.core
-                        .ext_notify_event("session_info_changed", json!({ "name": current }));
-                    Ok(Value::Null)
+                    // The host starts the handlers itself, before its call returns (as in Pi).
+                    Ok(json!({ "event": { "name": current } }))
                 }
                 "set_active_tools" => {
                     let names: Vec<String> = params
@@ -106,9 +105,13 @@ impl Delegate for HostDelegate {
                     let level: ThinkingLevel =
                         serde_json::from_value(params.get("level").cloned().unwrap_or(Value::Null))
                             .map_err(|e| e.to_string())?;
-                    rt.set_thinking_level(level).await;
-                    Ok(Value::Null)
+                    // The host starts `thinking_level_select` itself, before its call returns.
+                    Ok(match rt.change_thinking_level(level).await {
+                        Some(event) => json!({ "event": event }),
+                        None => Value::Null,
+                    })
                 }
+                "boundary_context" => Ok(rt.core.boundary_context()),
                 "register_tool" => {
                     let path = text(&params, "path")?.to_string();
                     let def: super::ExtTool =
@@ -166,75 +169,18 @@ impl Delegate for HostDelegate {
     }
 
     fn call(self: Arc<Self>, method: String, params: Value) -> BoxFuture<'static, CallResult> {
+        // Counted now, in the order the host sent it: a command that started a prompt is
+        // answered only once that prompt got past its preflight (Pi's order).
+        let counted = matches!(method.as_str(), "send_message" | "send_user_message");
+        if counted && let Some(core) = self.core.upgrade() {
+            core.ext.preflight_started();
+        }
         Box::pin(async move {
-            let rt = self.runtime()?;
-            match method.as_str() {
-                "set_model" => {
-                    let provider = text(&params, "provider")?;
-                    let id = text(&params, "id")?;
-                    let usable = lock(&rt.core.registry).has_configured_auth(provider);
-                    if !usable {
-                        return Ok(json!(false));
-                    }
-                    Ok(json!(rt.set_model(provider, id).await.is_ok()))
-                }
-                "abort" => {
-                    rt.abort().await;
-                    Ok(Value::Null)
-                }
-                "send_message" => rt.ext_send_message(&params).await.map(|()| Value::Null),
-                "complete" => rt.ext_complete(&params).await,
-                "get_api_key" => {
-                    let provider = text(&params, "provider")?;
-                    let registry = lock(&rt.core.registry);
-                    let model = registry
-                        .all_models()
-                        .into_iter()
-                        .find(|m| m.provider == provider);
-                    match model.map(|m| registry.request_auth(&m)) {
-                        Some(Ok(auth)) => Ok(json!({"apiKey": auth.api_key})),
-                        _ => Ok(json!({})),
-                    }
-                }
-                "new_session" => {
-                    let parent = params
-                        .get("parentSession")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    let cancelled = rt.new_session(parent).await?;
-                    Ok(json!({ "cancelled": cancelled }))
-                }
-                "switch_session" => {
-                    let cancelled = rt.switch_session(text(&params, "sessionPath")?).await?;
-                    Ok(json!({ "cancelled": cancelled }))
-                }
-                "fork" => {
-                    let (_, cancelled) = rt.fork(text(&params, "entryId")?).await?;
-                    Ok(json!({ "cancelled": cancelled }))
-                }
-                "shutdown" => {
-                    rt.core.request_shutdown();
-                    Ok(Value::Null)
-                }
-                "run_builtin_tool" => rt.run_builtin_tool(&params).await,
-                "send_user_message" => {
-                    rt.ext_send_user_message(&params).await;
-                    Ok(Value::Null)
-                }
-                "wait_for_idle" => {
-                    let mut busy = rt.core.busy.subscribe();
-                    let _ = busy.wait_for(|b| !*b).await;
-                    Ok(Value::Null)
-                }
-                "compact" => {
-                    let instructions = params
-                        .get("customInstructions")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    rt.compact(instructions).await.and_then(|r| to_json(&r))
-                }
-                other => Err(format!("pi in Rust does not support `{other}` yet")),
+            let result = self.call_now(&method, params).await;
+            if counted && let Some(core) = self.core.upgrade() {
+                core.ext.preflight_ended();
             }
+            result
         })
     }
 
@@ -243,6 +189,83 @@ impl Delegate for HostDelegate {
     }
 
     fn gone(&self, reason: String) {
+        self.gone_now(reason);
+    }
+}
+
+impl HostDelegate {
+    async fn call_now(&self, method: &str, params: Value) -> CallResult {
+        let rt = self.runtime()?;
+        match method {
+            "set_model" => {
+                let provider = text(&params, "provider")?;
+                let id = text(&params, "id")?;
+                let usable = lock(&rt.core.registry).has_configured_auth(provider);
+                if !usable {
+                    return Ok(json!(false));
+                }
+                Ok(json!(rt.set_model(provider, id).await.is_ok()))
+            }
+            "abort" => {
+                rt.abort().await;
+                Ok(Value::Null)
+            }
+            "send_message" => rt.ext_send_message(&params).await.map(|()| Value::Null),
+            "complete" => rt.ext_complete(&params).await,
+            "get_api_key" => {
+                let provider = text(&params, "provider")?;
+                let registry = lock(&rt.core.registry);
+                let model = registry
+                    .all_models()
+                    .into_iter()
+                    .find(|m| m.provider == provider);
+                match model.map(|m| registry.request_auth(&m)) {
+                    Some(Ok(auth)) => Ok(json!({"apiKey": auth.api_key})),
+                    _ => Ok(json!({})),
+                }
+            }
+            "new_session" => {
+                let parent = params
+                    .get("parentSession")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let cancelled = rt.new_session(parent).await?;
+                Ok(json!({ "cancelled": cancelled }))
+            }
+            "switch_session" => {
+                let cancelled = rt.switch_session(text(&params, "sessionPath")?).await?;
+                Ok(json!({ "cancelled": cancelled }))
+            }
+            "fork" => {
+                let (_, cancelled) = rt.fork(text(&params, "entryId")?).await?;
+                Ok(json!({ "cancelled": cancelled }))
+            }
+            "shutdown" => {
+                rt.core.request_shutdown();
+                Ok(Value::Null)
+            }
+            "run_builtin_tool" => rt.run_builtin_tool(&params).await,
+            "send_user_message" => {
+                rt.ext_send_user_message(&params).await;
+                Ok(Value::Null)
+            }
+            "wait_for_idle" => {
+                let mut busy = rt.core.busy.subscribe();
+                let _ = busy.wait_for(|b| !*b).await;
+                Ok(Value::Null)
+            }
+            "compact" => {
+                let instructions = params
+                    .get("customInstructions")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                rt.compact(instructions).await.and_then(|r| to_json(&r))
+            }
+            other => Err(format!("pi in Rust does not support `{other}` yet")),
+        }
+    }
+
+    fn gone_now(&self, reason: String) {
         let Some(core) = self.core.upgrade() else {
             return;
         };

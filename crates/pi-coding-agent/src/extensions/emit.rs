@@ -62,22 +62,6 @@ impl Core {
         }
     }
 
-    /// Like [`Core::ext_emit`] for a notification nobody waits on (Pi's `void emit`): the
-    /// handlers run while the session goes on.
-    pub(crate) fn ext_notify_event(
-        self: &std::sync::Arc<Self>,
-        event: &'static str,
-        payload: Value,
-    ) {
-        if !self.ext.handles(event) {
-            return;
-        }
-        let core = std::sync::Arc::clone(self);
-        tokio::spawn(async move {
-            core.ext_emit(event, payload).await;
-        });
-    }
-
     /// Tells the host that a run started or ended (`ctx.signal`), or was aborted.
     pub(crate) fn ext_run_state(&self, kind: &str, active: Option<bool>) {
         if let Some(host) = self.ext.host() {

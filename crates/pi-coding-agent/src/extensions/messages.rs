@@ -51,8 +51,7 @@ impl Runtime {
             .ext_before_agent_start(StartTrigger::Custom(&message))
             .await;
         let messages = self.starting_messages(message, started);
-        let rt = self.clone();
-        tokio::spawn(async move { rt.run_session(messages).await });
+        self.spawn_extension_run(messages);
         Ok(())
     }
 
@@ -71,6 +70,7 @@ impl Runtime {
             .unwrap_or(false);
         if expand && let Some((name, args)) = self.extension_command(&text) {
             self.run_extension_command(&name, &args).await;
+            self.extension_command_answered();
             return;
         }
         let request = PromptRequest {
@@ -82,14 +82,15 @@ impl Runtime {
             .prompt_preflight_from(request, PromptOrigin::Extension { expand })
             .await
         {
-            Preflight::Started(messages) => {
-                let rt = self.clone();
-                tokio::spawn(async move { rt.run_session(messages).await });
-            }
+            Preflight::Started(messages) => self.spawn_extension_run(messages),
+            // Reported once a command that sent it has been answered (Pi's order).
             Preflight::Rejected(error) => {
-                self.core
-                    .ext_error("<runtime>", "send_user_message", &error)
-                    .await;
+                let core = std::sync::Arc::clone(&self.core);
+                tokio::spawn(async move {
+                    core.ext.commands_answered().await;
+                    core.ext_error("<runtime>", "send_user_message", &error)
+                        .await;
+                });
             }
             Preflight::Queued | Preflight::Handled => {}
         }
@@ -138,6 +139,9 @@ impl crate::runtime::Core {
             }
         }
         self.refresh_agent_context();
+        if let Some(agent) = self.agent() {
+            agent.add_to_run_context(std::sync::Arc::new(message.clone()));
+        }
         self.emit(SessionEvent::MessageStart {
             message: message.clone(),
         })

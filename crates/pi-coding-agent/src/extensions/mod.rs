@@ -9,6 +9,7 @@
 //! * `emit.rs`: handing an event to the host and reading the composed result.
 
 mod agent_events;
+mod boundary;
 mod delegate;
 mod emit;
 mod lifecycle;
@@ -44,6 +45,12 @@ pub struct Extensions {
     registrations: Mutex<Registrations>,
     /// Where the partial results of running extension tools go, by tool call id.
     running_tools: Mutex<HashMap<String, ToolUpdateSink>>,
+    /// Prompts an extension started (`sendMessage`, `sendUserMessage`) that have not yet got
+    /// past their preflight: a command's answer waits for them, as in Pi.
+    preflights: tokio::sync::watch::Sender<usize>,
+    /// Extension commands whose `prompt` is not answered yet: runs their handlers started
+    /// begin after that answer, as in Pi.
+    commands: tokio::sync::watch::Sender<usize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -69,6 +76,36 @@ impl Extensions {
     /// Whether any extension is loaded (even if its host has died since).
     pub fn loaded(&self) -> bool {
         self.host.is_some()
+    }
+
+    /// An extension-started prompt begins (counted until its preflight ends).
+    pub(crate) fn preflight_started(&self) {
+        self.preflights.send_modify(|n| *n += 1);
+    }
+
+    pub(crate) fn preflight_ended(&self) {
+        self.preflights.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// Resolves once no extension-started prompt is in its preflight.
+    pub(crate) async fn preflights_settled(&self) {
+        let mut rx = self.preflights.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    pub(crate) fn command_started(&self) {
+        self.commands.send_modify(|n| *n += 1);
+    }
+
+    /// The command's `prompt` was answered.
+    pub fn command_answered(&self) {
+        self.commands.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// Resolves once every running extension command has been answered.
+    pub(crate) async fn commands_answered(&self) {
+        let mut rx = self.commands.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     pub(crate) fn host_gone(&self) {

@@ -47,8 +47,10 @@ impl Runtime {
     }
 
     /// Runs an extension command to its end; a throw is reported by the host as
-    /// `extension_error` (`command:<name>`).
+    /// `extension_error` (`command:<name>`). The caller answers the `prompt`, then calls
+    /// [`Runtime::extension_command_answered`].
     pub async fn run_extension_command(&self, name: &str, args: &str) {
+        self.core.ext.command_started();
         let Some(host) = self.core.ext.host().cloned() else {
             return;
         };
@@ -61,6 +63,21 @@ impl Runtime {
                 .ext_error(&format!("command:{name}"), "command", &e.to_string())
                 .await;
         }
+        self.core.ext.preflights_settled().await;
+    }
+
+    /// The `prompt` of an extension command was answered: runs its handler started may begin.
+    pub fn extension_command_answered(&self) {
+        self.core.ext.command_answered();
+    }
+
+    /// A run an extension started: it begins once commands running now have been answered.
+    pub(crate) fn spawn_extension_run(&self, messages: Vec<pi_protocol::message::AgentMessage>) {
+        let rt = self.clone();
+        tokio::spawn(async move {
+            rt.core.ext.commands_answered().await;
+            rt.run_session(messages).await;
+        });
     }
 }
 

@@ -121,6 +121,17 @@ impl Runtime {
 
     /// `set_thinking_level`: clamps to the model; records and announces only a real change.
     pub async fn set_thinking_level(&self, level: ThinkingLevel) {
+        if let Some(event) = self.change_thinking_level(level).await {
+            self.core.ext_emit("thinking_level_select", event).await;
+        }
+    }
+
+    /// The change itself; returns the `thinking_level_select` payload when the level changed
+    /// (callers answering an extension's synchronous call must not wait for the extensions).
+    pub(crate) async fn change_thinking_level(
+        &self,
+        level: ThinkingLevel,
+    ) -> Option<serde_json::Value> {
         let model = self.model();
         let effective = if supported_thinking_levels(&model).contains(&level) {
             level
@@ -142,11 +153,9 @@ impl Runtime {
             self.core
                 .emit(SessionEvent::ThinkingLevelChanged { level: effective })
                 .await;
-            self.core.ext_notify_event(
-                "thinking_level_select",
-                serde_json::json!({ "level": effective, "previousLevel": previous }),
-            );
+            return Some(serde_json::json!({ "level": effective, "previousLevel": previous }));
         }
+        None
     }
 
     /// `cycle_thinking_level`: `None` for a model without reasoning.

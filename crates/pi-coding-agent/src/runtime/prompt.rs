@@ -125,7 +125,18 @@ impl Runtime {
                         .into(),
                 ),
                 Some(behavior) => {
-                    self.queue(behavior, text, images).await;
+                    if origin == PromptOrigin::Rpc {
+                        self.queue(behavior, text, images).await;
+                    } else {
+                        // An extension's queued message is announced once the command that
+                        // sent it has been answered (Pi's order).
+                        self.enqueue(behavior, text, images);
+                        let core = std::sync::Arc::clone(&self.core);
+                        tokio::spawn(async move {
+                            core.ext.commands_answered().await;
+                            core.emit_queue_update().await;
+                        });
+                    }
                     Preflight::Queued
                 }
             };
@@ -181,6 +192,12 @@ impl Runtime {
     }
 
     async fn queue(&self, behavior: StreamingBehavior, text: String, images: Vec<ImageContent>) {
+        self.enqueue(behavior, text, images);
+        self.core.emit_queue_update().await;
+    }
+
+    /// Queues the message without announcing it.
+    fn enqueue(&self, behavior: StreamingBehavior, text: String, images: Vec<ImageContent>) {
         {
             let mut run = lock(&self.core.run);
             match behavior {
@@ -188,7 +205,6 @@ impl Runtime {
                 StreamingBehavior::FollowUp => run.follow_up.push(text.clone()),
             }
         }
-        self.core.emit_queue_update().await;
         let message = user_message(text, images);
         match behavior {
             StreamingBehavior::Steer => self.agent.steer(message),

@@ -24,10 +24,12 @@ impl Runtime {
                 name: current.clone(),
             })
             .await;
-        self.core.ext_notify_event(
-            "session_info_changed",
-            serde_json::json!({ "name": current }),
-        );
+        self.core
+            .ext_emit(
+                "session_info_changed",
+                serde_json::json!({ "name": current }),
+            )
+            .await;
         Ok(())
     }
 

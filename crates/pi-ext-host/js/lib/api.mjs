@@ -158,7 +158,9 @@ export function createExtensionAPI(extension, runtime) {
 		setSessionName(name) {
 			assertActive();
 			bound();
-			mutateSession("set_session_name", { name });
+			const changed = mutateSession("set_session_name", { name });
+			// Pi starts these handlers without awaiting them, before this call returns.
+			if (changed?.event) void emitLocal(runtime, { type: "session_info_changed", ...changed.event });
 		},
 		getSessionName() {
 			assertActive();
@@ -212,9 +214,11 @@ export function createExtensionAPI(extension, runtime) {
 		setThinkingLevel(level) {
 			assertActive();
 			bound();
-			callSync("set_thinking_level", { level });
+			const changed = callSync("set_thinking_level", { level });
 			// Pi clamps the level to the model; read back what it settled on.
 			host.ctxState.thinkingLevel = stateQuery("thinkingLevel");
+			// Pi starts these handlers without awaiting them, before this call returns.
+			if (changed?.event) void emitLocal(runtime, { type: "thinking_level_select", ...changed.event });
 		},
 		registerProvider(providerOrName, config) {
 			assertActive();

@@ -58,6 +58,7 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                         disposition: PromptDisposition::Handled,
                     };
                     respond(&out, id, "prompt", data(handled)).await;
+                    rt.extension_command_answered();
                 });
                 return;
             }
