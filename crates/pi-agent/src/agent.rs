@@ -92,6 +92,11 @@ pub trait RunHooks: Send + Sync {
         Box::pin(async move { messages })
     }
 
+    /// What may look at and change the next provider request (extensions' provider events).
+    fn provider_hooks(&self) -> Option<Arc<dyn pi_ai::ProviderHooks>> {
+        None
+    }
+
     /// A finished message before anyone sees its `message_end` (extensions' `message_end` may
     /// replace it).
     fn message_end<'a>(&'a self, message: Arc<AgentMessage>) -> BoxFuture<'a, Arc<AgentMessage>> {

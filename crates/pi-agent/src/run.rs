@@ -203,6 +203,7 @@ async fn stream_assistant_response(
         max_tokens: agent.config.max_tokens,
         session_id: agent.config.session_id.clone(),
         cancel: cancel.child_token(),
+        hooks: agent.config.hooks.provider_hooks(),
         ..StreamOptions::default()
     };
     let mut stream = (agent.config.stream_fn)(

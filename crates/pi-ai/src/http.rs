@@ -175,6 +175,25 @@ pub async fn send(
 }
 
 impl Body {
+    /// The response's status code.
+    pub fn status(&self) -> u16 {
+        self.resp.status().as_u16()
+    }
+
+    /// The response's headers, names lowercase, in order.
+    pub fn headers(&self) -> Vec<(String, String)> {
+        self.resp
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect()
+    }
+
     /// The next chunk, `None` at the end of the body. `cancel` is the same token on every
     /// call.
     pub async fn chunk(

@@ -22,5 +22,6 @@ pub mod transform;
 
 pub use dispatch::{ApiStreamFn, register_api, stream};
 pub use stream::{
-    AssistantStream, CacheRetention, LlmContext, StreamEvent, StreamOptions, StreamSender,
+    AssistantStream, CacheRetention, LlmContext, ProviderHooks, StreamEvent, StreamOptions,
+    StreamSender,
 };

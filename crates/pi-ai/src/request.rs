@@ -125,12 +125,24 @@ pub fn set_unless_requested(
 /// an error (aborted if cancelled) with the text `error_text` gives, and `None` comes back.
 pub async fn start_stream(
     mut out: Output,
-    req: http::Request,
+    mut req: http::Request,
     options: &StreamOptions,
     error_text: impl FnOnce(&http::SendError) -> (bool, String),
 ) -> Option<(Output, http::Body)> {
+    if let Some(hooks) = &options.hooks {
+        req.headers = hooks.headers(std::mem::take(&mut req.headers)).await;
+        if let Ok(payload) = pi_js::parse::parse_js_json(&req.body) {
+            let payload = hooks.payload(payload).await;
+            if let Ok(body) = pi_js::json::to_js_string(&payload) {
+                req.body = body;
+            }
+        }
+    }
     match http::send(req, &options.cancel, options.idle_timeout).await {
         Ok(resp) => {
+            if let Some(hooks) = &options.hooks {
+                hooks.response(resp.status(), resp.headers()).await;
+            }
             out.start().await;
             Some((out, resp))
         }

@@ -58,6 +58,36 @@ pub struct StreamOptions {
     pub idle_timeout: Option<Duration>,
     /// `User-Agent` header; `None` uses [`crate::http::default_user_agent`].
     pub user_agent: Option<String>,
+    /// Who may look at and change the request (extensions' provider events).
+    pub hooks: Option<std::sync::Arc<dyn ProviderHooks>>,
+}
+
+/// What may see and change a request on its way (Pi's `onPayload`, `transformHeaders`,
+/// `onResponse`: extensions' `before_provider_request`, `before_provider_headers`,
+/// `after_provider_response`).
+pub trait ProviderHooks: Send + Sync {
+    /// The request body about to be sent; returns the body to send.
+    fn payload<'a>(
+        &'a self,
+        payload: serde_json::Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = serde_json::Value> + Send + 'a>>;
+    /// The request headers about to be sent; returns the headers to send.
+    fn headers<'a>(
+        &'a self,
+        headers: Vec<(String, String)>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<(String, String)>> + Send + 'a>>;
+    /// A successful response's status and headers, before its body is read.
+    fn response<'a>(
+        &'a self,
+        status: u16,
+        headers: Vec<(String, String)>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+}
+
+impl std::fmt::Debug for dyn ProviderHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProviderHooks")
+    }
 }
 
 /// Prompt-cache retention preference (`CacheRetention`).

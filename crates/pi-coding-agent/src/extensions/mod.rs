@@ -18,6 +18,7 @@ mod load;
 mod messages;
 mod partial;
 mod prompt;
+mod provider;
 pub(crate) mod registry;
 mod tools;
 

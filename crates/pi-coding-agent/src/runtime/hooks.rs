@@ -111,6 +111,10 @@ impl RunHooks for Core {
         })
     }
 
+    fn provider_hooks(&self) -> Option<Arc<dyn pi_ai::ProviderHooks>> {
+        self.this().and_then(|core| core.ext_provider_hooks())
+    }
+
     fn transform_context<'a>(
         &'a self,
         messages: Vec<Arc<AgentMessage>>,

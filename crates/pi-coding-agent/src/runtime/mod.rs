@@ -118,6 +118,8 @@ pub(crate) struct Core {
     /// An extension asked pi to quit (`ctx.shutdown()`).
     pub quit: tokio::sync::Notify,
     agent: OnceLock<Weak<Agent>>,
+    /// This core, for what must outlive a borrow of it (hooks handed to a request).
+    this: OnceLock<Weak<Core>>,
 }
 
 /// Locks a mutex, recovering from poisoning (a panicked task must not wedge the session).
@@ -128,6 +130,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Core {
     pub fn agent(&self) -> Option<Arc<Agent>> {
         self.agent.get().and_then(Weak::upgrade)
+    }
+
+    pub fn this(&self) -> Option<Arc<Core>> {
+        self.this.get().and_then(Weak::upgrade)
     }
 
     pub fn is_streaming(&self) -> bool {

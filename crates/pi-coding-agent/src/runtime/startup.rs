@@ -521,7 +521,9 @@ fn assemble(
         ext_partial: Mutex::new(None),
         quit: tokio::sync::Notify::new(),
         agent: OnceLock::new(),
+        this: OnceLock::new(),
     });
+    let _ = core.this.set(Arc::downgrade(&core));
     for (def, source, tool) in super::tools::extension_tools(ext_tools, &core) {
         core.tools.add_extension(def, source, tool);
     }
