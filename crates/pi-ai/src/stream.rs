@@ -67,22 +67,18 @@ pub struct StreamOptions {
 /// `after_provider_response`).
 pub trait ProviderHooks: Send + Sync {
     /// The request body about to be sent; returns the body to send.
-    fn payload<'a>(
-        &'a self,
-        payload: serde_json::Value,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = serde_json::Value> + Send + 'a>>;
+    fn payload<'a>(&'a self, payload: serde_json::Value) -> HookFuture<'a, serde_json::Value>;
     /// The request headers about to be sent; returns the headers to send.
-    fn headers<'a>(
-        &'a self,
-        headers: Vec<(String, String)>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<(String, String)>> + Send + 'a>>;
+    fn headers<'a>(&'a self, headers: HeaderPairs) -> HookFuture<'a, HeaderPairs>;
     /// A successful response's status and headers, before its body is read.
-    fn response<'a>(
-        &'a self,
-        status: u16,
-        headers: Vec<(String, String)>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+    fn response<'a>(&'a self, status: u16, headers: HeaderPairs) -> HookFuture<'a, ()>;
 }
+
+/// Header names and values, in order.
+pub type HeaderPairs = Vec<(String, String)>;
+
+/// What a [`ProviderHooks`] method returns.
+pub type HookFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 impl std::fmt::Debug for dyn ProviderHooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
