@@ -14,8 +14,12 @@ mod trigger;
 #[cfg(test)]
 mod tests;
 
-pub use estimate::{estimate_messages_tokens, estimate_projected_context_tokens};
+pub use estimate::{
+    calculate_context_tokens, estimate_messages_tokens, estimate_projected_context_tokens,
+    estimate_tokens, should_compact,
+};
 pub use prepare::{Preparation, prepare_compaction};
+pub use serialize::serialize_conversation;
 pub use summarize::{RetryNotice, RetryNotices, RetryPolicy, SummarizeError, Summarizer};
 pub use trigger::{CheckInput, Trigger, check, exceeds_threshold, persisted_entry_id};
 

@@ -112,6 +112,18 @@ impl Delegate for HostDelegate {
                     })
                 }
                 "boundary_context" => Ok(rt.core.boundary_context()),
+                "js" => {
+                    let function = text(&params, "fn")?;
+                    let args = params
+                        .get("args")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    if function == "buildSystemPrompt" {
+                        return Ok(json!(rt.core.system_prompt_text(&rt.agent)));
+                    }
+                    super::js_helpers::call(function, &args)
+                }
                 "register_tool" => {
                     let path = text(&params, "path")?.to_string();
                     let def: super::ExtTool =

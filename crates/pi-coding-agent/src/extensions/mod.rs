@@ -12,6 +12,7 @@ mod agent_events;
 mod boundary;
 mod delegate;
 mod emit;
+mod js_helpers;
 mod lifecycle;
 mod llm;
 mod load;

@@ -140,6 +140,7 @@ fn diff_at(path: &str, e: &Value, a: &Value, out: &mut Vec<String>) {
                 ));
             }
         }
+        (Value::String(es), Value::String(as_)) if es != as_ => diff_strings(path, es, as_, out),
         _ if e != a => out.push(format!(
             "{}: expected {}, got {}",
             if path.is_empty() { "/" } else { path },
@@ -148,6 +149,36 @@ fn diff_at(path: &str, e: &Value, a: &Value, out: &mut Vec<String>) {
         )),
         _ => {}
     }
+}
+
+/// Strings that hold JSON (an extension's notify text) are compared as JSON; others are shown
+/// from the first character that differs, so a long text's difference is visible.
+fn diff_strings(path: &str, e: &str, a: &str, out: &mut Vec<String>) {
+    let parsed = |s: &str| {
+        serde_json::from_str::<Value>(s)
+            .ok()
+            .filter(|v| v.is_object() || v.is_array())
+    };
+    if let (Some(ev), Some(av)) = (parsed(e), parsed(a)) {
+        return diff_at(&format!("{path}(json)"), &ev, &av, out);
+    }
+    let at = e
+        .char_indices()
+        .zip(a.chars())
+        .find(|((_, x), y)| x != y)
+        .map(|((i, _), _)| i)
+        .unwrap_or(e.len().min(a.len()));
+    let from = e[..at].char_indices().rev().nth(40).map_or(0, |(i, _)| i);
+    out.push(format!(
+        "{}: strings differ at char {}: expected …{}, got …{}",
+        if path.is_empty() { "/" } else { path },
+        e[..at].chars().count(),
+        clip(&Value::String(e[from..].to_string()).to_string(), 160),
+        clip(
+            &Value::String(a[from.min(a.len())..].to_string()).to_string(),
+            160
+        )
+    ));
 }
 
 fn clip(s: &str, max: usize) -> String {
