@@ -170,7 +170,7 @@ pub(crate) fn apply_model_override(mut model: JsObject, ov: &JsObject) -> JsObje
     model
 }
 
-fn str_of<'a>(obj: Option<&'a JsObject>, key: &str) -> Option<&'a str> {
+pub(crate) fn str_of<'a>(obj: Option<&'a JsObject>, key: &str) -> Option<&'a str> {
     obj?.get(key)?.as_str()
 }
 
@@ -266,9 +266,40 @@ fn find_defaults<'a>(models: &'a [JsObject], id: &str, api: Option<&str>) -> Opt
         .or_else(|| models.first())
 }
 
-/// `applyModelsJson` followed by `modelOverrides`: the provider's models with its `models.json`
-/// entry applied, or the structural error Pi reports for it.
+/// `applyModelsJson`, then an extension's registration (`applyExtension`), then the
+/// `models.json` `modelOverrides`: the provider's models, or the structural error Pi reports.
 pub(crate) fn compose_models(
+    provider: &str,
+    base: Vec<JsObject>,
+    config: Option<&ProviderConfig>,
+    extension: Option<&JsObject>,
+) -> Result<Vec<JsObject>, String> {
+    let models = match config {
+        Some(config) => apply_models_json(provider, base, config)?,
+        None => base,
+    };
+    let models = match extension {
+        Some(ext) => super::extension_provider::apply_extension(provider, models, ext)?,
+        None => models,
+    };
+    let Some(config) = config else {
+        return Ok(models);
+    };
+    Ok(models
+        .into_iter()
+        .map(|m| {
+            let id = str_of(Some(&m), "id").unwrap_or_default().to_string();
+            match config.model_override(&id) {
+                Some(ov) => apply_model_override(m, ov),
+                None => m,
+            }
+        })
+        .collect())
+}
+
+/// `applyModelsJson`: the provider's `baseUrl`/`compat` onto its models, `models` entries
+/// replacing or appending.
+fn apply_models_json(
     provider: &str,
     base: Vec<JsObject>,
     config: &ProviderConfig,
@@ -323,16 +354,7 @@ pub(crate) fn compose_models(
             None => models.push(model),
         }
     }
-    Ok(models
-        .into_iter()
-        .map(|m| {
-            let id = str_of(Some(&m), "id").unwrap_or_default().to_string();
-            match config.model_override(&id) {
-                Some(ov) => apply_model_override(m, ov),
-                None => m,
-            }
-        })
-        .collect())
+    Ok(models)
 }
 
 /// Drops `undefined` keys and reads the object as a [`Model`] (key order kept).
@@ -362,7 +384,7 @@ mod tests {
             json!({"baseUrl": "http://h/v1", "api": "openai-completions", "apiKey": "k",
             "models": [{"id": "m"}]}),
         );
-        let models = compose_models("p", vec![], &c).unwrap_or_default();
+        let models = compose_models("p", vec![], Some(&c), None).unwrap_or_default();
         let m = to_model(models[0].clone()).map(|m| to_js_string(&m).unwrap_or_default());
         assert_eq!(
             m,
@@ -379,7 +401,7 @@ mod tests {
         );
         let c = config(json!({"modelOverrides": {"a": {"cost": {"input": 3},
             "samplingParams": {"temperature": 0.5}, "compat": {"supportsStore": false}}}}));
-        let models = compose_models("p", vec![base], &c).unwrap_or_default();
+        let models = compose_models("p", vec![base], Some(&c), None).unwrap_or_default();
         let m = to_model(models[0].clone()).map(|m| to_js_string(&m).unwrap_or_default());
         assert_eq!(
             m,
@@ -391,14 +413,14 @@ mod tests {
     fn structural_errors_name_the_provider() {
         let c = config(json!({"models": [{"id": "m"}], "apiKey": "k"}));
         assert_eq!(
-            compose_models("p", vec![], &c),
+            compose_models("p", vec![], Some(&c), None),
             Err(
                 "Provider p, model m: no \"api\" specified. Set at provider or model level.".into()
             )
         );
         let c = config(json!({"name": "x"}));
         assert_eq!(
-            compose_models("p", vec![], &c),
+            compose_models("p", vec![], Some(&c), None),
             Err("Provider p: must specify \"baseUrl\", \"headers\", \"compat\", \"modelOverrides\", or \"models\".".into())
         );
     }

@@ -17,7 +17,7 @@
 //!
 //! Not implemented: OAuth logins and token refresh (stored OAuth entries only make a provider
 //! count as configured; requests with them fail with [`AuthError::OAuthUnsupported`]), online
-//! catalog refresh, extension-registered providers and virtual models.
+//! catalog refresh, virtual models, and extension providers' OAuth logins and model refresh.
 
 mod auth;
 mod auth_json;
@@ -27,6 +27,7 @@ mod compose;
 mod config_value;
 mod cost;
 mod env;
+mod extension_provider;
 mod glob;
 mod headers;
 mod jsonc;

@@ -8,6 +8,7 @@ use super::catalog::catalog;
 use super::compose::{compose_models, to_model};
 use super::config_value::{self, CommandCache};
 use super::env::Env;
+use super::extension_provider::effective_config;
 use super::local::LocalProvider;
 use super::models_json::{JsObject, ModelsConfig, ProviderConfig};
 use super::reference::Candidate;
@@ -112,6 +113,10 @@ pub struct ModelRegistry {
     configured: Vec<String>,
     available: Vec<Arc<Model>>,
     pub(crate) local: Option<LocalProvider>,
+    /// `models-store.json`, kept to rebuild the providers when an extension registers one.
+    store: ModelsStore,
+    /// Extension registrations (merged per provider), in registration order.
+    pub(crate) extensions: Vec<(String, JsObject)>,
 }
 
 /// `https://radius.pi.dev` in the form Pi compares gateways.
@@ -139,7 +144,6 @@ impl ModelRegistry {
         let dir = &options.agent_dir;
         let config = ModelsConfig::load(&dir.join("models.json"));
         let auth_file = AuthFile::load(&dir.join("auth.json"));
-        let store = ModelsStore::load(&dir.join("models-store.json"));
         let mut registry = ModelRegistry {
             env: options.env,
             docs_dir: options.docs_dir,
@@ -152,19 +156,36 @@ impl ModelRegistry {
             configured: Vec::new(),
             available: Vec::new(),
             local: options.local,
+            store: ModelsStore::load(&dir.join("models-store.json")),
+            extensions: Vec::new(),
         };
         if let Some(e) = &registry.config.error {
             registry.errors.push(LoadError::ModelsJson(e.clone()));
         }
-        registry.build_providers(&store);
+        registry.build_providers();
         registry.refresh_availability();
         let errors = registry.errors.clone();
         (registry, errors)
     }
 
+    /// The providers composed anew (after an extension registration changed), and availability.
+    pub(crate) fn rebuild(&mut self) {
+        self.providers.clear();
+        self.errors
+            .retain(|e| !matches!(e, LoadError::Provider { .. }));
+        self.build_providers();
+        self.refresh_availability();
+    }
+
     /// Built-in providers in pi-ai's order (then `oauth: "radius"` entries), then `models.json`
-    /// providers in file order, then the in-process provider.
-    fn build_providers(&mut self, store: &ModelsStore) {
+    /// providers in file order, then extension registrations, then the in-process provider.
+    fn build_providers(&mut self) {
+        let store = std::mem::take(&mut self.store);
+        self.build_providers_from(&store);
+        self.store = store;
+    }
+
+    fn build_providers_from(&mut self, store: &ModelsStore) {
         let cat = catalog();
         let bundled_at = cat.generated_at_ms();
         let mut ids: Vec<String> = cat.providers().iter().map(|p| p.id.clone()).collect();
@@ -175,9 +196,11 @@ impl ModelRegistry {
             .filter(|(_, c)| c.oauth.as_deref() == Some("radius") && c.base_url.is_some())
             .map(|(id, _)| id.clone())
             .collect();
+        let extension_ids: Vec<String> = self.extensions.iter().map(|(id, _)| id.clone()).collect();
         for id in radius_ids
             .iter()
             .chain(self.config.providers.iter().map(|(id, _)| id))
+            .chain(extension_ids.iter())
         {
             if !ids.contains(id) {
                 ids.push(id.clone());
@@ -231,7 +254,8 @@ impl ModelRegistry {
             } else {
                 (id.clone(), None, None)
             };
-            self.push_provider(id, name, builtin, base, config);
+            let extension = self.extension(&id).cloned();
+            self.push_provider(id, name, builtin, base, config, extension.as_ref());
         }
         self.push_local_provider();
     }
@@ -254,7 +278,15 @@ impl ModelRegistry {
                 _ => None,
             })
             .collect();
-        self.push_provider(local.id, local.name, None, Some((None, objects)), config);
+        let extension = self.extension(&local.id).cloned();
+        self.push_provider(
+            local.id,
+            local.name,
+            None,
+            Some((None, objects)),
+            config,
+            extension.as_ref(),
+        );
     }
 
     /// Composes one provider. `base` is `(catalog index, objects)`: an index means the untouched
@@ -266,6 +298,7 @@ impl ModelRegistry {
         builtin: Option<BuiltinAuth>,
         base: Option<(Option<usize>, Vec<JsObject>)>,
         config: Option<ProviderConfig>,
+        extension: Option<&JsObject>,
     ) {
         let base_models = |objects: Vec<JsObject>| -> Models {
             Models::Built(
@@ -280,6 +313,8 @@ impl ModelRegistry {
             Some(i) => Models::Catalog(i),
             None => base_models(objects),
         });
+        let models_json = config;
+        let config = effective_config(models_json.clone(), extension);
         let Some(cfg) = config else {
             if let Some(models) = uncomposed {
                 self.providers.push(ProviderEntry {
@@ -297,7 +332,7 @@ impl ModelRegistry {
             Some((None, objects)) => objects.clone(),
             None => Vec::new(),
         };
-        match compose_models(&id, base_objects, &cfg) {
+        match compose_models(&id, base_objects, models_json.as_ref(), extension) {
             Ok(objects) => {
                 // Our `Model` keeps counts as integers; Pi would accept e.g. `contextWindow:
                 // 1000.5`. Such a model is skipped and reported instead of failing the provider.
@@ -340,6 +375,13 @@ impl ModelRegistry {
 
     /// The stored credential for `provider`: `--api-key` first, then auth.json (its key resolved
     /// once per registry).
+    fn extension(&self, id: &str) -> Option<&JsObject> {
+        self.extensions
+            .iter()
+            .find(|(p, _)| p == id)
+            .map(|(_, c)| c)
+    }
+
     pub(crate) fn credential(&self, provider: &str) -> Result<Credential, String> {
         if let Some((_, key)) = self
             .runtime_keys

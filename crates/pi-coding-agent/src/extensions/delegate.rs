@@ -124,6 +124,18 @@ impl Delegate for HostDelegate {
                     }
                     super::js_helpers::call(function, &args)
                 }
+                "register_provider" => {
+                    let mut registry = lock(&rt.core.registry);
+                    super::registry::apply_provider(&mut registry, &params)?;
+                    rt.core.ext.route_streams(&registry);
+                    Ok(Value::Null)
+                }
+                "unregister_provider" => {
+                    let mut registry = lock(&rt.core.registry);
+                    registry.unregister_extension_provider(text(&params, "name")?);
+                    rt.core.ext.route_streams(&registry);
+                    Ok(Value::Null)
+                }
                 "register_tool" => {
                     let path = text(&params, "path")?.to_string();
                     let def: super::ExtTool =
@@ -196,8 +208,15 @@ impl Delegate for HostDelegate {
         })
     }
 
-    fn notification<'a>(&'a self, _kind: &'a str, _message: Value) -> BoxFuture<'a> {
-        Box::pin(async {})
+    fn notification<'a>(&'a self, kind: &'a str, message: Value) -> BoxFuture<'a> {
+        Box::pin(async move {
+            if kind != "stream_event" {
+                return;
+            }
+            if let Some(core) = self.core.upgrade() {
+                core.ext.stream_event(&message).await;
+            }
+        })
     }
 
     fn gone(&self, reason: String) {
@@ -224,6 +243,7 @@ impl HostDelegate {
             }
             "send_message" => rt.ext_send_message(&params).await.map(|()| Value::Null),
             "complete" => rt.ext_complete(&params).await,
+            "stream" => rt.ext_stream(&params).await,
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
                 let registry = lock(&rt.core.registry);

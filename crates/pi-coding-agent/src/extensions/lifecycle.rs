@@ -155,6 +155,17 @@ impl Runtime {
             .iter()
             .flat_map(|(reg, info)| reg.tools.iter().map(move |t| (t.clone(), info.clone())))
             .collect();
+        {
+            // The new generation's providers replace the old one's.
+            let mut registry = crate::runtime::lock(&self.core.registry);
+            registry.clear_extension_providers();
+            for (path, entry) in fresh.providers() {
+                if let Err(e) = super::registry::apply_provider(&mut registry, &entry) {
+                    eprintln!("Error: Extension \"{path}\" error: {}", String::from(e));
+                }
+            }
+            self.core.ext.route_streams(&registry);
+        }
         *self.core.ext.registrations() = fresh;
         let before: Vec<String> = self.core.tools.extension_defaults();
         self.core

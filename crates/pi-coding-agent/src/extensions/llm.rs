@@ -4,7 +4,7 @@
 use crate::runtime::{Runtime, lock};
 use pi_ai::{LlmContext, StreamEvent, StreamOptions};
 use pi_protocol::content::StringOrBlocks;
-use pi_protocol::message::{AgentMessage, SystemMessage};
+use pi_protocol::message::{AgentMessage, AssistantMessage, SystemMessage};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use serde_json::Value;
@@ -28,6 +28,51 @@ impl Runtime {
 
     /// One whole response for pi-ai's `Context` (`systemPrompt`, `messages`, `tools`).
     pub(crate) async fn ext_complete(&self, params: &Value) -> Result<Value, String> {
+        let (_, mut stream) = self.ext_request(params)?;
+        loop {
+            match stream.next().await {
+                Some(StreamEvent::Done { message }) | Some(StreamEvent::Error { message }) => {
+                    return serde_json::to_value(&message).map_err(|e| e.to_string());
+                }
+                Some(_) => {}
+                None => return Err("Provider stream ended without a result".into()),
+            }
+        }
+    }
+
+    /// A streamed response: each event goes to the host as a `stream_event` notification for
+    /// `streamId`, as pi-ai's `AssistantMessageEvent` (with the response so far).
+    pub(crate) async fn ext_stream(&self, params: &Value) -> Result<Value, String> {
+        let stream_id = params
+            .get("streamId")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (model, mut stream) = self.ext_request(params)?;
+        let mut partial = super::PartialAssistant::new(AssistantMessage::new(
+            model.api.clone(),
+            model.provider.clone(),
+            model.id.clone(),
+            pi_protocol::usage::StopReason::Stop,
+            pi_js::now_ms(),
+        ));
+        while let Some(event) = stream.next().await {
+            let terminal = event.is_terminal();
+            let pi_event = super::provider_stream::to_pi_event(&event, &mut partial);
+            if let Some(host) = self.core.ext.host() {
+                let mut note = serde_json::Map::new();
+                note.insert("streamId".into(), Value::String(stream_id.clone()));
+                note.insert("event".into(), pi_event);
+                host.notify("stream_event", note);
+            }
+            if terminal {
+                return Ok(Value::Null);
+            }
+        }
+        Err("Provider stream ended without a result".into())
+    }
+
+    fn ext_request(&self, params: &Value) -> Result<(Model, pi_ai::AssistantStream), String> {
         let model = self.call_model(params)?;
         let context = params.get("context").cloned().unwrap_or(Value::Null);
         let messages = llm_messages(&context)?;
@@ -51,16 +96,8 @@ impl Runtime {
             temperature: options.get("temperature").and_then(Value::as_f64),
             ..StreamOptions::default()
         };
-        let mut stream = pi_ai::stream(&model, LlmContext { messages }, stream_options);
-        loop {
-            match stream.next().await {
-                Some(StreamEvent::Done { message }) | Some(StreamEvent::Error { message }) => {
-                    return serde_json::to_value(&message).map_err(|e| e.to_string());
-                }
-                Some(_) => {}
-                None => return Err("Provider stream ended without a result".into()),
-            }
-        }
+        let stream = (self.core.ext.stream_fn())(&model, LlmContext { messages }, stream_options);
+        Ok((model, stream))
     }
 }
 

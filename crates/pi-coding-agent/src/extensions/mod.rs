@@ -20,6 +20,7 @@ mod messages;
 mod partial;
 mod prompt;
 mod provider;
+mod provider_stream;
 pub(crate) mod registry;
 mod tools;
 
@@ -53,6 +54,8 @@ pub struct Extensions {
     /// Extension commands whose `prompt` is not answered yet: runs their handlers started
     /// begin after that answer, as in Pi.
     commands: tokio::sync::watch::Sender<usize>,
+    /// Providers whose models stream from extension code, and those streams.
+    streams: Arc<provider_stream::StreamRoutes>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,11 +64,43 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Extensions {
     pub fn new(host: Option<Host>, registrations: Registrations) -> Extensions {
+        let streams = Arc::new(provider_stream::StreamRoutes::default());
+        streams.set_host(host.clone());
         Extensions {
             host,
             registrations: Mutex::new(registrations),
+            streams,
             ..Extensions::default()
         }
+    }
+
+    /// How the session starts model requests: through pi-ai, or through the extension host
+    /// for the models of a provider an extension streams itself (`streamSimple`).
+    pub fn stream_fn(&self) -> pi_agent::StreamFn {
+        self.streams.stream_fn()
+    }
+
+    /// Routes the models of providers registered with `streamSimple` to the host (Pi uses an
+    /// extension's `streamSimple` for the provider's models of the registered `api`).
+    pub fn route_streams(&self, registry: &pi_registry::ModelRegistry) {
+        self.streams.clear_routes();
+        for id in registry.extension_provider_ids() {
+            let config = registry.extension_provider_config(id);
+            let streams = config
+                .and_then(|c| c.get("streamSimple"))
+                .is_some_and(|v| !v.is_null());
+            let api = config
+                .and_then(|c| c.get("api"))
+                .and_then(serde_json::Value::as_str);
+            if let (true, Some(api)) = (streams, api) {
+                self.streams.set_route(id, Some(api));
+            }
+        }
+    }
+
+    /// A `stream_event` notification from the host.
+    pub(crate) async fn stream_event(&self, params: &serde_json::Value) {
+        self.streams.event(params).await;
     }
 
     /// The running host, if extensions are loaded and it is alive.

@@ -166,3 +166,53 @@ impl Registrations {
             .collect()
     }
 }
+
+/// Why a provider registration was not applied.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderRejection {
+    /// Pi rejects it too (its error text).
+    Invalid(String),
+    /// A form we do not run: `registerProvider(provider)` with a provider object.
+    Unsupported(String),
+}
+
+impl From<ProviderRejection> for String {
+    fn from(r: ProviderRejection) -> String {
+        match r {
+            ProviderRejection::Invalid(m) | ProviderRejection::Unsupported(m) => m,
+        }
+    }
+}
+
+/// Applies one ProviderRegistration (`{name, config}`, or `{name, native, provider}`) to the
+/// model registry.
+pub fn apply_provider(
+    registry: &mut pi_registry::ModelRegistry,
+    entry: &Value,
+) -> Result<(), ProviderRejection> {
+    let name = entry.get("name").and_then(Value::as_str).unwrap_or("");
+    if entry.get("native").and_then(Value::as_bool) == Some(true) {
+        return Err(ProviderRejection::Unsupported(format!(
+            "Provider {name}: pi in Rust does not run provider objects (registerProvider(provider)); register it with registerProvider(name, config)"
+        )));
+    }
+    let Some(config) = entry.get("config").and_then(Value::as_object) else {
+        return Err(ProviderRejection::Invalid(
+            "Provider config is required when registering by name".into(),
+        ));
+    };
+    registry
+        .register_extension_provider(name, config)
+        .map_err(ProviderRejection::Invalid)
+}
+
+impl Registrations {
+    /// Provider registrations still queued at the end of loading, in load order, with the
+    /// extension that made each.
+    pub fn providers(&self) -> Vec<(String, Value)> {
+        self.extensions
+            .iter()
+            .flat_map(|(e, _)| e.providers.iter().map(|p| (e.path.clone(), p.clone())))
+            .collect()
+    }
+}

@@ -20,7 +20,6 @@ use pi_protocol::model::Model;
 use pi_protocol::results::{CompactionResult, ContextUsage};
 use pi_protocol::thinking::ThinkingLevel;
 use pi_session::CompactionParams;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Turns summarization retry notices into `summarization_retry_*` events.
@@ -165,7 +164,7 @@ impl Core {
             .map_or(ThinkingLevel::Off, |a| a.with_state(|s| s.thinking_level));
         let notices = RetryEvents { core: self, reason };
         let summarizer = Summarizer {
-            stream: Arc::new(pi_ai::stream),
+            stream: self.ext.stream_fn(),
             model: model.clone(),
             api_key,
             thinking_level,

@@ -306,6 +306,30 @@ fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError
     })
 }
 
+/// Applies the provider registrations queued during loading. Pi's rejections are errors
+/// (`Extension "<path>" error: <message>`); forms we do not run are warnings.
+fn apply_extension_providers(
+    registry: &mut ModelRegistry,
+    registrations: &crate::extensions::Registrations,
+) -> Vec<Diagnostic> {
+    use crate::extensions::registry::{ProviderRejection, apply_provider};
+    registrations
+        .providers()
+        .into_iter()
+        .filter_map(|(path, entry)| match apply_provider(registry, &entry) {
+            Ok(()) => None,
+            Err(ProviderRejection::Invalid(message)) => Some(Diagnostic {
+                kind: DiagnosticKind::Error,
+                message: format!("Extension \"{path}\" error: {message}"),
+            }),
+            Err(ProviderRejection::Unsupported(message)) => Some(Diagnostic {
+                kind: DiagnosticKind::Warning,
+                message: format!("Extension \"{path}\": {message}"),
+            }),
+        })
+        .collect()
+}
+
 /// What startup reads: settings and resources, the extensions, the model registry, the
 /// session, and the model and thinking level to start with.
 struct Loaded {
@@ -340,14 +364,19 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         &env.agent_dir,
     )
     .await;
-    // Pi's order: argument errors of the runtime, settings and resource diagnostics, extension
-    // load failures, then its hint.
+    // Providers the extensions registered join the registry before the model is chosen, so
+    // `--provider`/`--model` can name them.
+    let (mut registry, problems) = load_registry(env);
+    let provider_errors = apply_extension_providers(&mut registry, &extensions.registrations);
+    // Pi's order: provider registration errors, argument errors of the runtime, settings and
+    // resource diagnostics, extension load failures, then its hint.
+    warn_all(&provider_errors);
     warn_all(&extensions.flag_errors);
     warn_all(&diagnostics);
     warn_all(&extensions.load_errors);
-    let failed = extensions
-        .flag_errors
+    let failed = provider_errors
         .iter()
+        .chain(&extensions.flag_errors)
         .chain(&diagnostics)
         .chain(&extensions.load_errors)
         .any(|d| d.kind == DiagnosticKind::Error);
@@ -364,7 +393,6 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     }
     let s = res.settings.settings().clone();
 
-    let (mut registry, problems) = load_registry(env);
     for p in problems {
         eprintln!("Warning: {p}");
     }
@@ -502,6 +530,7 @@ fn assemble(
         .collect();
     let deferred = extensions.deferred_errors;
     let ext = crate::extensions::Extensions::new(extensions.host, extensions.registrations);
+    ext.route_streams(&registry);
     let core = Arc::new(Core {
         out,
         env,
@@ -532,7 +561,7 @@ fn assemble(
         .filter_map(|n| core.tools.get(n))
         .collect();
     let config = AgentConfig {
-        stream_fn: Arc::new(pi_ai::stream),
+        stream_fn: core.ext.stream_fn(),
         convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {
             crate::messages::convert_to_llm(messages)
         }),

@@ -255,3 +255,15 @@ mod tests {
         assert_eq!(decode_base64("AAEC").unwrap(), vec![0, 1, 2]);
     }
 }
+
+impl Scenario {
+    /// Whether the agent loads TypeScript/JavaScript extensions (fixture files of those kinds).
+    pub fn uses_extensions(&self) -> bool {
+        let code = |name: &String| {
+            [".ts", ".js", ".mjs", ".cjs"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+        };
+        self.files.keys().any(code) || self.agent_files.keys().any(code)
+    }
+}

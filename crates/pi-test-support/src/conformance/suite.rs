@@ -104,14 +104,23 @@ async fn run_all(
     expected: BTreeMap<String, Vec<String>>,
 ) -> Vec<(Scenario, RunResult)> {
     let pool = Arc::new(Semaphore::new(opts.jobs.max(1)));
+    // A scenario with extensions starts Node, which compiles them: a second or so of CPU. As
+    // many at once as there are cores, so none misses its step timeout on a small machine.
+    let cores = std::thread::available_parallelism().map_or(2, usize::from);
+    let node_pool = Arc::new(Semaphore::new(opts.jobs.clamp(1, cores)));
     let expected = Arc::new(expected);
     let mut handles = Vec::new();
     for s in scenarios {
         let pool = pool.clone();
+        let node_pool = node_pool.clone();
         let target = target.clone();
         let opts = opts.clone();
         let expected = expected.clone();
         handles.push(tokio::spawn(async move {
+            let _node_permit = match s.uses_extensions() {
+                true => Some(node_pool.acquire_owned().await),
+                false => None,
+            };
             let _permit = pool.acquire_owned().await;
             let golden = expected.get(&s.name).map(Vec::as_slice);
             let result = match tokio::time::timeout(
