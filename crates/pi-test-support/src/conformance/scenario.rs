@@ -221,6 +221,18 @@ pub fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+impl Scenario {
+    /// Whether the agent loads TypeScript/JavaScript extensions (fixture files of those kinds).
+    pub fn uses_extensions(&self) -> bool {
+        let code = |name: &String| {
+            [".ts", ".js", ".mjs", ".cjs"]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+        };
+        self.files.keys().any(code) || self.agent_files.keys().any(code)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,17 +265,5 @@ mod tests {
     fn base64_decodes() {
         assert_eq!(decode_base64("aGVsbG8=").unwrap(), b"hello");
         assert_eq!(decode_base64("AAEC").unwrap(), vec![0, 1, 2]);
-    }
-}
-
-impl Scenario {
-    /// Whether the agent loads TypeScript/JavaScript extensions (fixture files of those kinds).
-    pub fn uses_extensions(&self) -> bool {
-        let code = |name: &String| {
-            [".ts", ".js", ".mjs", ".cjs"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-        };
-        self.files.keys().any(code) || self.agent_files.keys().any(code)
     }
 }
