@@ -244,6 +244,7 @@ impl HostDelegate {
             "send_message" => rt.ext_send_message(&params).await.map(|()| Value::Null),
             "complete" => rt.ext_complete(&params).await,
             "stream" => rt.ext_stream(&params).await,
+            "reload" => rt.ext_reload().await.map(|()| Value::Null),
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
                 let registry = lock(&rt.core.registry);

@@ -89,7 +89,7 @@ impl Runtime {
         params.insert("reason".into(), json!(reason));
         params.insert("cwd".into(), json!(self.core.env.cwd));
         match host.request("reinit", params).await {
-            Ok(value) => self.apply_registrations(value),
+            Ok(value) => self.apply_registrations(value, None),
             Err(e) => {
                 self.core
                     .ext_error("<host>", "reinit", &e.to_string())
@@ -121,7 +121,13 @@ fn cancelled(result: Option<serde_json::Value>) -> bool {
 impl Runtime {
     /// Takes the registrations of extensions made anew (`reinit`/`reload`): handlers, commands,
     /// tools (active ones stay active while registered; new default ones become active).
-    pub(crate) fn apply_registrations(&self, value: serde_json::Value) {
+    /// `sources` gives each extension's source info (a reload may load new ones); otherwise it
+    /// comes from the previous registrations.
+    pub(crate) fn apply_registrations(
+        &self,
+        value: serde_json::Value,
+        sources: Option<&[crate::resources::extensions::ExtensionSource]>,
+    ) {
         let init: super::load::InitResult = match serde_json::from_value(value) {
             Ok(init) => init,
             Err(e) => {
@@ -141,11 +147,17 @@ impl Runtime {
         let previous = self.core.ext.registrations().clone();
         let mut fresh = super::Registrations::default();
         for reg in init.extensions {
-            let info = previous
-                .extensions
-                .iter()
-                .find(|(p, _)| p.path == reg.path)
-                .map(|(_, info)| info.clone());
+            let info = match sources {
+                Some(sources) => sources
+                    .iter()
+                    .find(|s| s.path.to_str() == Some(reg.path.as_str()))
+                    .map(|s| s.source_info.clone()),
+                None => previous
+                    .extensions
+                    .iter()
+                    .find(|(p, _)| p.path == reg.path)
+                    .map(|(_, info)| info.clone()),
+            };
             if let Some(info) = info {
                 fresh.extensions.push((reg, info));
             }

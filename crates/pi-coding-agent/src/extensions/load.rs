@@ -43,6 +43,35 @@ pub(crate) struct LoadError {
 }
 
 /// `pi`'s mode as extensions see it (`ctx.mode`).
+/// What `init` (and `reload`) tell the host about the session and the extensions to load.
+pub(crate) fn init_params(
+    sources: &[ExtensionSource],
+    args: &Args,
+    cwd: &Path,
+    agent_dir: &Path,
+) -> Map<String, Value> {
+    let mut params = Map::new();
+    params.insert("cwd".into(), json!(cwd));
+    params.insert("agentDir".into(), json!(agent_dir));
+    params.insert("mode".into(), json!(mode_name(args)));
+    params.insert("hasUI".into(), json!(args.mode == Mode::Rpc));
+    params.insert("piVersion".into(), json!(crate::PI_VERSION));
+    params.insert(
+        "extensions".into(),
+        Value::Array(
+            sources
+                .iter()
+                .map(|s| json!({"path": s.path, "sourceInfo": s.source_info}))
+                .collect(),
+        ),
+    );
+    // Extensions that run pi as a subprocess (`process.argv[1]`) get this binary.
+    if let Ok(exe) = std::env::current_exe() {
+        params.insert("piPath".into(), json!(exe));
+    }
+    params
+}
+
 pub fn mode_name(args: &Args) -> &'static str {
     match args.mode {
         Mode::Rpc => "rpc",
@@ -85,26 +114,8 @@ pub async fn load_extensions(
             return report;
         }
     };
-    let mut params = Map::new();
-    params.insert("cwd".into(), json!(cwd));
-    params.insert("agentDir".into(), json!(agent_dir));
-    params.insert("mode".into(), json!(mode_name(args)));
-    params.insert("hasUI".into(), json!(args.mode == Mode::Rpc));
-    params.insert("piVersion".into(), json!(crate::PI_VERSION));
-    params.insert(
-        "extensions".into(),
-        Value::Array(
-            sources
-                .iter()
-                .map(|s| json!({"path": s.path, "sourceInfo": s.source_info}))
-                .collect(),
-        ),
-    );
+    let mut params = init_params(sources, args, cwd, agent_dir);
     params.insert("flagValues".into(), json!(unknown_flag_values(args)));
-    // Extensions that run pi as a subprocess (`process.argv[1]`) get this binary.
-    if let Ok(exe) = std::env::current_exe() {
-        params.insert("piPath".into(), json!(exe));
-    }
     let result = match host.request("init", params).await {
         Ok(value) => serde_json::from_value::<InitResult>(value)
             .map_err(|e| HostError::Failed(format!("unexpected init result: {e}"))),

@@ -19,6 +19,7 @@ mod load;
 mod messages;
 mod partial;
 mod prompt;
+mod reload;
 mod provider;
 mod provider_stream;
 pub(crate) mod registry;

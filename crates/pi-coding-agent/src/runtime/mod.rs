@@ -97,6 +97,8 @@ pub(crate) struct Core {
     /// Settings, context files, skills, prompt templates.
     pub res: Mutex<SessionResources>,
     pub scoped_models: Vec<ScopedModel>,
+    /// The command line, for what is loaded again later (`ctx.reload()`).
+    pub args: crate::cli::Args,
     /// The CLI's model request, re-run against each new session (Pi rebuilds its runtime).
     pub startup_request: pi_registry::StartupRequest,
     pub tool_session: SessionHandle,

@@ -538,6 +538,7 @@ fn assemble(
         registry: Mutex::new(registry),
         res: Mutex::new(res),
         scoped_models: selection.scoped_models.clone(),
+        args: args.clone(),
         startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),
