@@ -19,10 +19,10 @@ mod load;
 mod messages;
 mod partial;
 mod prompt;
-mod reload;
 mod provider;
 mod provider_stream;
 pub(crate) mod registry;
+mod reload;
 mod tools;
 
 pub use load::{LoadReport, load_extensions, needs_hint};

@@ -25,20 +25,35 @@ impl Pi {
     }
 
     pub fn spawn(args: &[&str]) -> Pi {
+        Pi::spawn_with(args, &[], &[])
+    }
+
+    /// Like [`Pi::spawn`], with extra environment variables (replacing the defaults) and
+    /// files written into the working directory first. Stderr goes to `<home>/stderr.txt`.
+    pub fn spawn_with(args: &[&str], env: &[(&str, String)], files: &[(&str, &str)]) -> Pi {
         let home = TempDir::new();
         let agent = home.path.join("agent");
         std::fs::create_dir_all(&agent).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
+        for (name, text) in files {
+            std::fs::write(home.path.join(name), text).unwrap();
+        }
+        let stderr = std::fs::File::create(home.path.join("stderr.txt")).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
+        command
             .args(args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &home.path)
             .env("PI_CODING_AGENT_DIR", &agent)
-            .env("PI_OFFLINE", "1")
+            .env("PI_OFFLINE", "1");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command
             .current_dir(&home.path)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn pi");
         let stdout = child.stdout.take().unwrap();
@@ -66,6 +81,11 @@ impl Pi {
             lines,
             _home: home,
         }
+    }
+
+    /// What pi wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self._home.path.join("stderr.txt")).unwrap_or_default()
     }
 
     pub fn pid(&self) -> u32 {
