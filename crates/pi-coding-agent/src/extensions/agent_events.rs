@@ -28,14 +28,7 @@ impl Core {
                 payload.insert("timestamp".into(), json!(pi_js::now_ms()));
             }
             AgentEvent::TurnEnd { message, .. } => {
-                let outcome = match message {
-                    pi_protocol::message::AgentMessage::Assistant(a) => match a.stop_reason {
-                        pi_protocol::usage::StopReason::Aborted => "aborted",
-                        pi_protocol::usage::StopReason::Error => "error",
-                        _ => "completed",
-                    },
-                    _ => "completed",
-                };
+                let outcome = turn_outcome(message);
                 let run = lock(&self.run);
                 payload.insert("turnIndex".into(), json!(run.turn_index));
                 payload.insert("messageEntryId".into(), json!(run.last_assistant_entry));
@@ -65,7 +58,7 @@ impl Core {
                 .and_then(|r| r.get("entries"))
                 .and_then(Value::as_array)
         {
-            self.apply_boundary_drafts(drafts).await;
+            self.apply_boundary_drafts(drafts, "turn_end").await;
         }
     }
 
@@ -74,7 +67,10 @@ impl Core {
         let mut run = lock(&self.run);
         match event {
             AgentEvent::AgentStart => run.turn_index = 0,
-            AgentEvent::TurnEnd { .. } => run.turn_index += 1,
+            AgentEvent::TurnEnd { message, .. } => {
+                run.turn_index += 1;
+                run.last_outcome = Some(turn_outcome(message));
+            }
             _ => {}
         }
     }
@@ -99,5 +95,17 @@ impl Core {
         let message = partial.as_mut()?;
         message.apply(event);
         serde_json::to_value(&message.message).ok()
+    }
+}
+
+/// How a turn ended, in the words of `turn_end`/`agent_before_settle`'s `outcome`.
+fn turn_outcome(message: &pi_protocol::message::AgentMessage) -> &'static str {
+    match message {
+        pi_protocol::message::AgentMessage::Assistant(a) => match a.stop_reason {
+            pi_protocol::usage::StopReason::Aborted => "aborted",
+            pi_protocol::usage::StopReason::Error => "error",
+            _ => "completed",
+        },
+        _ => "completed",
     }
 }

@@ -8,6 +8,60 @@ use pi_protocol::event::SessionEvent;
 use pi_session::CompactionParams;
 use serde_json::{Value, json};
 
+impl crate::runtime::Runtime {
+    /// `agent_before_settle`, when the agent would settle (Pi's `_runBeforeSettleBoundary`):
+    /// handlers may append entries and ask to go on. True when the agent continues (asked and
+    /// able to, or queued messages wait).
+    pub(crate) async fn before_settle(&self) -> bool {
+        let core = &self.core;
+        if !core.ext.handles("agent_before_settle") {
+            return self.agent.has_queued_messages();
+        }
+        let outcome = lock(&core.run).last_outcome.unwrap_or("completed");
+        let payload = json!({
+            "outcome": outcome,
+            "entries": [],
+            "continue": false,
+            "context": core.boundary_context(),
+        });
+        let result = core.ext_emit("agent_before_settle", payload).await;
+        if let Some(drafts) = result
+            .as_ref()
+            .and_then(|r| r.get("entries"))
+            .and_then(Value::as_array)
+        {
+            core.apply_boundary_drafts(drafts, "agent_before_settle")
+                .await;
+        }
+        core.flush_held_custom().await;
+        if lock(&core.run).abort_requested {
+            return false;
+        }
+        let asked = result
+            .as_ref()
+            .and_then(|r| r.get("continue"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let queued = self.agent.has_queued_messages();
+        if !(asked || queued) {
+            return false;
+        }
+        let runnable = core.boundary_context()["canContinue"] == json!(true) || queued;
+        if !runnable {
+            if asked {
+                core.ext_error(
+                    "<boundary>",
+                    "agent_before_settle",
+                    "agent_before_settle requested continuation without runnable model context",
+                )
+                .await;
+            }
+            return false;
+        }
+        true
+    }
+}
+
 impl Core {
     /// The `context` of a boundary event: the context entries and messages of the leaf, what
     /// the model would be sent, and whether a run could continue from here.
@@ -31,7 +85,7 @@ impl Core {
     }
 
     /// Appends the drafts a boundary event's handlers returned, in order.
-    pub(crate) async fn apply_boundary_drafts(&self, drafts: &[Value]) {
+    pub(crate) async fn apply_boundary_drafts(&self, drafts: &[Value], event: &str) {
         for draft in drafts {
             let appended = {
                 let mut session = lock(&self.session);
@@ -89,7 +143,7 @@ impl Core {
                 Err(e) => {
                     self.ext_error(
                         "<boundary>",
-                        "turn_end",
+                        event,
                         &format!("Invalid boundary entries: {e}"),
                     )
                     .await;

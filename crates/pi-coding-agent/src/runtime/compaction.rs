@@ -154,6 +154,7 @@ impl Core {
             return Err(SummarizeError::Cancelled);
         }
         if let Some(result) = hook.compaction {
+            lock(&self.run).compaction_from_extension = true;
             return self.record_compaction(result, true, reason).await;
         }
         let api_key = self
@@ -297,13 +298,11 @@ impl Core {
                     } else {
                         "Truncated response recovery failed after one compact-and-retry attempt."
                     };
-                    self.emit(SessionEvent::CompactionEnd {
-                        reason: CompactionReason::Overflow,
-                        result: None,
-                        aborted: false,
-                        will_retry: false,
-                        error_message: Some(error_message.into()),
-                    })
+                    self.emit_compaction_failed(
+                        CompactionReason::Overflow,
+                        false,
+                        Some(error_message.into()),
+                    )
                     .await;
                     return false;
                 }
@@ -383,6 +382,7 @@ impl Core {
             return false;
         };
         let cancel = self.begin_compaction(false);
+        lock(&self.run).compaction_from_extension = false;
         self.emit(SessionEvent::CompactionStart { reason }).await;
         let outcome = if cancel.is_cancelled() {
             Err(SummarizeError::Cancelled)
@@ -391,30 +391,28 @@ impl Core {
                 .await
         };
         let compacted = outcome.is_ok();
-        let event = match outcome {
-            Ok(result) => SessionEvent::CompactionEnd {
-                reason,
-                result: Some(result),
-                aborted: false,
-                will_retry,
-                error_message: None,
-            },
+        match outcome {
+            Ok(result) => {
+                self.emit(SessionEvent::CompactionEnd {
+                    reason,
+                    result: Some(result),
+                    aborted: false,
+                    will_retry,
+                    error_message: None,
+                })
+                .await
+            }
             Err(e) => {
                 let aborted = cancel.is_cancelled() || e == SummarizeError::Cancelled;
                 let prefix = match reason {
                     CompactionReason::Overflow => "Context overflow recovery failed",
                     _ => "Auto-compaction failed",
                 };
-                SessionEvent::CompactionEnd {
-                    reason,
-                    result: None,
-                    aborted,
-                    will_retry: false,
-                    error_message: (!aborted).then(|| format!("{prefix}: {e}")),
-                }
+                let error_message = (!aborted).then(|| format!("{prefix}: {e}"));
+                self.emit_compaction_failed(reason, aborted, error_message)
+                    .await;
             }
-        };
-        self.emit(event).await;
+        }
         if let Some(done) = self.end_compaction(false) {
             done.cancel();
         }
@@ -432,6 +430,7 @@ impl Runtime {
         self.abort().await;
         let core = &self.core;
         let cancel = core.begin_compaction(true);
+        lock(&core.run).compaction_from_extension = false;
         core.emit(SessionEvent::CompactionStart {
             reason: CompactionReason::Manual,
         })
@@ -460,14 +459,9 @@ impl Runtime {
                 } else {
                     e.to_string()
                 };
-                core.emit(SessionEvent::CompactionEnd {
-                    reason: CompactionReason::Manual,
-                    result: None,
-                    aborted,
-                    will_retry: false,
-                    error_message: (!aborted).then(|| format!("Compaction failed: {message}")),
-                })
-                .await;
+                let error_message = (!aborted).then(|| format!("Compaction failed: {message}"));
+                core.emit_compaction_failed(CompactionReason::Manual, aborted, error_message)
+                    .await;
                 Err(message)
             }
         };
@@ -510,5 +504,36 @@ impl Runtime {
     pub fn context_usage(&self) -> Option<ContextUsage> {
         let model = self.agent.with_state(|s| s.model.clone());
         compaction::context_usage(&lock(&self.core.session), &model)
+    }
+}
+
+impl Core {
+    /// A failed compaction: `compaction_end` for the client, then the extensions'
+    /// `session_compact_failed`.
+    async fn emit_compaction_failed(
+        &self,
+        reason: CompactionReason,
+        aborted: bool,
+        error_message: Option<String>,
+    ) {
+        self.emit(SessionEvent::CompactionEnd {
+            reason,
+            result: None,
+            aborted,
+            will_retry: false,
+            error_message: error_message.clone(),
+        })
+        .await;
+        if self.ext.handles("session_compact_failed") {
+            let from_extension = lock(&self.run).compaction_from_extension;
+            let mut payload = serde_json::json!({ "reason": reason });
+            if let Some(m) = error_message {
+                payload["errorMessage"] = serde_json::json!(m);
+            }
+            payload["aborted"] = serde_json::json!(aborted);
+            payload["willRetry"] = serde_json::json!(false);
+            payload["fromExtension"] = serde_json::json!(from_extension);
+            self.ext_emit("session_compact_failed", payload).await;
+        }
     }
 }

@@ -80,6 +80,11 @@ pub(crate) struct RunState {
     pub overflow_recovery_attempted: bool,
     /// `turnIndex` of the extensions' turn events: 0-based within a low-level run.
     pub turn_index: u64,
+    /// How the last turn ended (`completed`, `error`, `aborted`): `agent_before_settle`'s
+    /// `outcome`; `None` reads as `completed`.
+    pub last_outcome: Option<&'static str>,
+    /// The compaction under way is one an extension supplied (`session_before_compact`).
+    pub compaction_from_extension: bool,
     /// A system prompt an extension forced for the current run (`before_agent_start`).
     pub forced_system_prompt: Option<String>,
     /// Extension messages for the next run (`sendMessage` with `deliverAs: "nextTurn"`).

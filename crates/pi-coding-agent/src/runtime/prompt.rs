@@ -236,7 +236,10 @@ impl Runtime {
                 }
                 continue;
             }
-            if self.abort_requested() || !self.agent.has_queued_messages() {
+            if self.abort_requested() || !self.before_settle().await {
+                break;
+            }
+            if self.abort_requested() {
                 break;
             }
             if let Err(e) = self.agent.continue_run().await {
