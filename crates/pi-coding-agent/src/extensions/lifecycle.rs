@@ -21,12 +21,7 @@ impl Runtime {
         self.core
             .ext_emit("session_start", json!({ "reason": "startup" }))
             .await;
-        self.core
-            .ext_emit(
-                "resources_discover",
-                json!({ "cwd": self.core.env.cwd, "reason": "startup" }),
-            )
-            .await;
+        self.core.ext_resources_discover("startup").await;
     }
 
     /// An `extension_ui_response` from the client, for the dialog with its id (unknown ids are
@@ -102,12 +97,7 @@ impl Runtime {
             payload["previousSessionFile"] = json!(p);
         }
         self.core.ext_emit("session_start", payload).await;
-        self.core
-            .ext_emit(
-                "resources_discover",
-                json!({ "cwd": self.core.env.cwd, "reason": "startup" }),
-            )
-            .await;
+        self.core.ext_resources_discover("startup").await;
     }
 }
 
@@ -279,5 +269,49 @@ impl Runtime {
             names.push(name);
             self.set_active_tools_by_name(&names);
         }
+    }
+}
+
+impl crate::runtime::Core {
+    /// `resources_discover`: the skills and prompt templates extensions point at join the
+    /// session's resources (the system prompt and `get_commands` list them from then on).
+    pub(crate) async fn ext_resources_discover(&self, reason: &str) {
+        let result = self
+            .ext_emit(
+                "resources_discover",
+                json!({ "cwd": self.env.cwd, "reason": reason }),
+            )
+            .await;
+        let Some(result) = result else { return };
+        let entries = |key: &str| -> Vec<crate::resources::loader::ExtensionResourcePath> {
+            result
+                .get(key)
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    Some(crate::resources::loader::ExtensionResourcePath {
+                        path: e.get("path")?.as_str()?.to_string(),
+                        extension_path: e
+                            .get("extensionPath")
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    })
+                })
+                .collect()
+        };
+        let (skills, prompts) = (entries("skillPaths"), entries("promptPaths"));
+        if skills.is_empty() && prompts.is_empty() {
+            return;
+        }
+        let env = &self.env;
+        lock(&self.res).resources.extend_from_extensions(
+            &skills,
+            &prompts,
+            &env.cwd,
+            &env.agent_dir,
+            &env.home,
+        );
     }
 }

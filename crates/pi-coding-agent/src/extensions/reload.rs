@@ -61,12 +61,7 @@ impl Runtime {
         self.core
             .ext_emit("session_start", json!({ "reason": "reload" }))
             .await;
-        self.core
-            .ext_emit(
-                "resources_discover",
-                json!({ "cwd": env.cwd, "reason": "reload" }),
-            )
-            .await;
+        self.core.ext_resources_discover("reload").await;
         Ok(())
     }
 }

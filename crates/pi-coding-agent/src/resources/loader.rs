@@ -280,3 +280,99 @@ fn prompt_input(
         }
     }
 }
+
+/// A skill or prompt-template path an extension's `resources_discover` handler returned, and
+/// the extension that returned it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtensionResourcePath {
+    pub path: String,
+    pub extension_path: String,
+}
+
+/// Pi's source info for an extension's resources: `extension:<file name>` (synthetic paths
+/// such as `<inline>` keep their name), temporary, top-level, based in the extension's folder.
+fn extension_source_info(file: &Path, extension_path: &str) -> SourceInfo {
+    let synthetic = extension_path.starts_with('<') || extension_path.contains(':');
+    let source = if synthetic {
+        format!("extension:{}", extension_path.replace(['<', '>'], ""))
+    } else {
+        let base = Path::new(extension_path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = base
+            .strip_suffix(".ts")
+            .or_else(|| base.strip_suffix(".js"))
+            .unwrap_or(&base);
+        format!("extension:{name}")
+    };
+    SourceInfo {
+        path: file.to_string_lossy().into_owned(),
+        source,
+        scope: pi_protocol::results::SourceScope::Temporary,
+        origin: pi_protocol::results::SourceOrigin::TopLevel,
+        base_dir: (!synthetic)
+            .then(|| Path::new(extension_path).parent())
+            .flatten()
+            .map(|d| d.to_string_lossy().into_owned()),
+        changelog_path: None,
+    }
+}
+
+impl Resources {
+    /// Adds the skills and prompt templates extensions discovered (Pi's `extendResources`):
+    /// their paths come after the session's own, so a name already loaded keeps its resource.
+    pub fn extend_from_extensions(
+        &mut self,
+        skills: &[ExtensionResourcePath],
+        prompts: &[ExtensionResourcePath],
+        cwd: &Path,
+        agent_dir: &Path,
+        home: &Path,
+    ) {
+        let resolve = |entries: &[ExtensionResourcePath]| -> Vec<(PathBuf, String)> {
+            entries
+                .iter()
+                .map(|e| (resolve_path(&e.path, cwd, home), e.extension_path.clone()))
+                .collect()
+        };
+        let owner = |file: &Path, entries: &[(PathBuf, String)]| -> Option<SourceInfo> {
+            entries
+                .iter()
+                .find(|(p, _)| p == file)
+                .or_else(|| entries.iter().find(|(p, _)| file.starts_with(p)))
+                .map(|(_, ext)| extension_source_info(file, ext))
+        };
+        let skill_entries = resolve(skills);
+        let paths: Vec<PathBuf> = skill_entries.iter().map(|(p, _)| p.clone()).collect();
+        let (found, mut diags) = load_skills(&paths, cwd, agent_dir, home);
+        for mut skill in found {
+            let known = self.skills.iter().any(|s| {
+                s.name == skill.name
+                    || canonicalize_or_self(&s.file_path) == canonicalize_or_self(&skill.file_path)
+            });
+            if known {
+                continue;
+            }
+            if let Some(info) = owner(&skill.file_path, &skill_entries) {
+                skill.source_info = info;
+            }
+            self.skills.push(skill);
+        }
+        self.diagnostics.append(&mut diags);
+
+        let prompt_entries = resolve(prompts);
+        let paths: Vec<PathBuf> = prompt_entries.iter().map(|(p, _)| p.clone()).collect();
+        let (found, mut diags) = load_prompt_templates(&paths, cwd, agent_dir, home);
+        for mut template in found {
+            if self.prompts.iter().any(|p| p.name == template.name) {
+                continue;
+            }
+            if let Some(info) = owner(&template.file_path, &prompt_entries) {
+                template.source_info = info;
+            }
+            self.prompts.push(template);
+        }
+        self.diagnostics.append(&mut diags);
+    }
+}
