@@ -120,7 +120,15 @@ impl Delegate for HostDelegate {
                         .cloned()
                         .unwrap_or_default();
                     if function == "buildSystemPrompt" {
-                        return Ok(json!(rt.core.system_prompt_text(&rt.agent)));
+                        use super::prompt_options::{PromptOptions, render};
+                        let base = PromptOptions::current(&rt.core, &rt.agent);
+                        let options = match args.first() {
+                            Some(v) if v.is_object() => PromptOptions::from_json(v, &base),
+                            _ => base,
+                        };
+                        return options
+                            .build(&rt.core.env.package_dir)
+                            .map(|s| json!(render(&s)));
                     }
                     super::js_helpers::call(function, &args)
                 }
@@ -351,6 +359,11 @@ fn state_query(rt: &Runtime, params: &Value) -> CallResult {
         "settings" => Ok(Value::Object(lock(&rt.core.res).settings.merged())),
         "contextUsage" => to_json(&rt.context_usage()),
         "systemPrompt" => Ok(json!(rt.core.system_prompt_text(&rt.agent))),
+        "systemPromptOptions" => {
+            let base = super::prompt_options::PromptOptions::current(&rt.core, &rt.agent);
+            let run = lock(&rt.core.run).prompt_options.clone();
+            Ok(run.unwrap_or(base).to_json())
+        }
         "thinkingLevel" => to_json(&rt.thinking_level()),
         "availableThinkingLevels" => to_json(&rt.available_thinking_levels()),
         "scopedModels" => Ok(Value::Array(

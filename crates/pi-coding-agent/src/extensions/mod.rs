@@ -19,6 +19,7 @@ mod load;
 mod messages;
 mod partial;
 mod prompt;
+pub(crate) mod prompt_options;
 mod provider;
 mod provider_stream;
 pub(crate) mod registry;

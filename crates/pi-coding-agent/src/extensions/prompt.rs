@@ -29,6 +29,9 @@ pub struct BeforeAgentStart {
     pub messages: Vec<Value>,
     /// A system prompt that replaces the whole prompt for this run.
     pub system_prompt: Option<String>,
+    /// System prompt options the handlers edited: they build this run's prompt and name its
+    /// tools.
+    pub(crate) prompt_options: Option<super::prompt_options::PromptOptions>,
 }
 
 impl Runtime {
@@ -140,13 +143,21 @@ impl Core {
             }
             StartTrigger::Custom(message) => json!({ "messageType": "custom", "message": message }),
         };
-        if let Some(agent) = self.agent() {
+        let base = self.agent().map(|agent| {
             payload["systemPrompt"] = json!(self.system_prompt_text(&agent));
+            super::prompt_options::PromptOptions::current(self, &agent)
+        });
+        if let Some(base) = &base {
+            payload["systemPromptOptions"] = base.to_json();
         }
         let Some(result) = self.ext_emit("before_agent_start", payload).await else {
             return BeforeAgentStart::default();
         };
         BeforeAgentStart {
+            prompt_options: result
+                .get("systemPromptOptions")
+                .zip(base.as_ref())
+                .map(|(v, base)| super::prompt_options::PromptOptions::from_json(v, base)),
             messages: result
                 .get("messages")
                 .and_then(Value::as_array)

@@ -87,6 +87,10 @@ pub(crate) struct RunState {
     pub compaction_from_extension: bool,
     /// A system prompt an extension forced for the current run (`before_agent_start`).
     pub forced_system_prompt: Option<String>,
+    /// System prompt options an extension edited for the current run (`before_agent_start`).
+    pub prompt_options: Option<crate::extensions::prompt_options::PromptOptions>,
+    /// The session's own active tools while a run uses others (see `apply_run_loadout`).
+    pub loadout_base: Option<Vec<String>>,
     /// Extension messages for the next run (`sendMessage` with `deliverAs: "nextTurn"`).
     pub next_turn: Vec<AgentMessage>,
     /// Extension messages sent during a turn without triggering one; appended when it ends.

@@ -175,6 +175,8 @@ impl Runtime {
     ) -> Vec<AgentMessage> {
         let next_turn = std::mem::take(&mut lock(&self.core.run).next_turn);
         lock(&self.core.run).forced_system_prompt = started.system_prompt;
+        self.apply_run_loadout(started.prompt_options.as_ref().map(|o| o.selected_tools()));
+        lock(&self.core.run).prompt_options = started.prompt_options;
         let mut messages = Vec::new();
         if let Some(system) = self.core.system_patch(&self.agent) {
             messages.push(AgentMessage::System(system));
@@ -252,7 +254,11 @@ impl Runtime {
         }
         self.core.flush_pending_bash();
         self.core.flush_held_custom().await;
-        lock(&self.core.run).forced_system_prompt = None;
+        {
+            let mut run = lock(&self.core.run);
+            run.forced_system_prompt = None;
+            run.prompt_options = None;
+        }
         self.core.ext_run_state("run", Some(false));
         let aborted = self.abort_requested();
         // Idle before the client hears `agent_settled`: its next prompt must find us ready.
@@ -411,17 +417,33 @@ impl Core {
         names.iter().map(|n| self.tools.prompt(n)).collect()
     }
 
+    /// The prompt's sections for the active tools `names`: from the options an extension
+    /// edited for this run, else from the session's resources.
+    fn prompt_sections(
+        &self,
+        agent: &pi_agent::Agent,
+        names: &[String],
+    ) -> Result<crate::resources::system_prompt::Sections, String> {
+        let run_options = lock(&self.run).prompt_options.clone();
+        if let Some(options) = run_options {
+            let session = crate::extensions::prompt_options::PromptOptions::current(self, agent);
+            return options
+                .with_tools(names, &session)
+                .build(&self.env.package_dir);
+        }
+        lock(&self.res).prompt_sections(
+            names,
+            &[],
+            &self.tool_prompts(names),
+            &self.env.package_dir,
+        )
+    }
+
     /// The whole current system prompt as the model would read it (`ctx.getSystemPrompt()`).
     pub fn system_prompt_text(&self, agent: &pi_agent::Agent) -> String {
         let names: Vec<String> =
             agent.with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect());
-        let built = lock(&self.res).prompt_sections(
-            &names,
-            &[],
-            &self.tool_prompts(&names),
-            &self.env.package_dir,
-        );
-        match built {
+        match self.prompt_sections(agent, &names) {
             // As `system_text` renders a leading system message: sections joined by a blank line.
             Ok(sections) => sections
                 .iter()
@@ -446,10 +468,7 @@ impl Core {
             let names: Vec<String> = s.tools.iter().map(|t| t.name().to_string()).collect();
             (replay_sections(systems), names)
         });
-        let tool_prompts = self.tool_prompts(&tool_names);
-        let built =
-            lock(&self.res).prompt_sections(&tool_names, &[], &tool_prompts, &self.env.package_dir);
-        let sections = match built {
+        let sections = match self.prompt_sections(agent, &tool_names) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("pi: {e}");

@@ -241,6 +241,31 @@ impl Runtime {
             .filter_map(|n| catalog.get(n))
             .collect();
         self.agent.with_state(|s| s.tools = tools);
+        // An explicit choice: the session's tools from now on.
+        lock(&self.core.run).loadout_base = None;
+    }
+
+    /// The tools of a run (Pi's tool loadout): the `selectedTools` of the options an extension
+    /// edited, else the session's own. The session's own set is kept while a run's differs, so
+    /// the next run starts from it again (as Pi rebuilds each run's loadout from its base
+    /// options).
+    pub(crate) fn apply_run_loadout(&self, edited: Option<&[String]>) {
+        let base = lock(&self.core.run)
+            .loadout_base
+            .take()
+            .unwrap_or_else(|| self.active_tool_names());
+        let wanted: Vec<String> = edited
+            .unwrap_or(&base)
+            .iter()
+            .filter(|n| self.core.tools.get(n).is_some())
+            .cloned()
+            .collect();
+        if wanted != self.active_tool_names() {
+            self.set_active_tools_by_name(&wanted);
+        }
+        if wanted != base {
+            lock(&self.core.run).loadout_base = Some(base);
+        }
     }
 }
 

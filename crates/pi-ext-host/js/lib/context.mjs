@@ -1,7 +1,7 @@
 // The ctx objects handed to handlers, commands and tools. Every member re-checks staleness, and
 // getters are live: they read the latest CtxState or ask pi when accessed.
 import { createModelRegistryFacade, createSessionManagerFacade } from "./facades.mjs";
-import { callAsync, host, stateQuery } from "./state.mjs";
+import { callAsync, host, normalizePromptOptions, stateQuery } from "./state.mjs";
 
 const orUndefined = (value) => (value === null ? undefined : value);
 const ignore = () => {};
@@ -106,7 +106,7 @@ export function createCommandContext(runtime) {
 	const ctx = cloneContext(createContext(runtime));
 	ctx.getSystemPromptOptions = () => {
 		guard();
-		return stateQuery("systemPromptOptions");
+		return normalizePromptOptions(stateQuery("systemPromptOptions"));
 	};
 	ctx.waitForIdle = () => {
 		guard();

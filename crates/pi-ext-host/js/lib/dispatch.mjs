@@ -3,7 +3,7 @@
 // PROTOCOL.md's "Events" table promises pi.
 import { cloneContext, createContext } from "./context.mjs";
 import { getCurrentSystemMessage } from "./transcript.mjs";
-import { callSync, errorMessage, host, piFunction } from "./state.mjs";
+import { callSync, errorMessage, host, normalizePromptOptions, piFunction } from "./state.mjs";
 
 function snapshot(runtime, event) {
 	return runtime.extensions.map((ext) => ({ ext, handlers: ext.handlers.get(event)?.slice() ?? [] }));
@@ -244,7 +244,7 @@ async function emitBeforeProviderHeaders(runtime, event) {
 
 async function emitBeforeAgentStart(runtime, event) {
 	const { systemPrompt: initialPrompt, systemPromptOptions, type: _type, ...trigger } = event;
-	const options = structuredClone(systemPromptOptions ?? {});
+	const options = normalizePromptOptions(systemPromptOptions);
 	const originalOptions = JSON.stringify(options);
 	// The rendered prompt of the current options: pi's own text while nothing changed.
 	const render = () => {

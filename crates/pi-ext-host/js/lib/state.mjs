@@ -109,3 +109,12 @@ export function jsonSafe(value) {
 		}),
 	);
 }
+
+/**
+ * System prompt options as Pi's `normalizeBuildSystemPromptOptions` shapes them: JSON drops the
+ * `undefined` members, but handlers see `customPrompt` and `forceSystemPrompt` as keys.
+ */
+export function normalizePromptOptions(options) {
+	const { customPrompt, forceSystemPrompt, ...rest } = structuredClone(options ?? {});
+	return { customPrompt, forceSystemPrompt, ...rest };
+}
