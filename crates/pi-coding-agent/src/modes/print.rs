@@ -56,6 +56,12 @@ async fn serve(
     prompts.extend(rest.map(|m| (m.clone(), Vec::new())));
     let mut code = 0;
     for (text, images) in prompts {
+        // An extension command runs to its end, as in RPC mode; it answers nothing here.
+        if let Some((name, args)) = rt.extension_command(&text) {
+            rt.run_extension_command(&name, &args).await;
+            rt.extension_command_answered();
+            continue;
+        }
         match rt
             .prompt_preflight(PromptRequest {
                 text,

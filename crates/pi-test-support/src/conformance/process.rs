@@ -64,15 +64,21 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Agent {
     pub fn spawn(
         target: &Target,
+        mode: Option<&str>,
         args: &[String],
         env: &[(String, String)],
         cwd: &std::path::Path,
         progress: tokio::sync::watch::Sender<u64>,
     ) -> Result<Agent, String> {
         let mut cmd = Command::new(&target.program);
+        let mode_args: &[&str] = match mode {
+            None => &["--mode", "rpc"],
+            Some("print") => &["-p"],
+            Some("json") => &["--mode", "json"],
+            Some(_) => &["--mode", "rpc"],
+        };
         cmd.args(&target.args)
-            .arg("--mode")
-            .arg("rpc")
+            .args(mode_args)
             .args(args)
             .env_clear()
             .env("PATH", &target.path_env)

@@ -288,7 +288,14 @@ pub async fn run(
         ("PI_OFFLINE".to_string(), "1".to_string()),
         ("TMPDIR".to_string(), sandbox.tmp.display().to_string()),
     ];
-    let agent = match Agent::spawn(target, &args, &env, &sandbox.work, progress_tx) {
+    let agent = match Agent::spawn(
+        target,
+        scenario.mode.as_deref(),
+        &args,
+        &env,
+        &sandbox.work,
+        progress_tx,
+    ) {
         Ok(a) => a,
         Err(e) => {
             result.error = Some(e);

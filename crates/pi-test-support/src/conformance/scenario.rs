@@ -19,6 +19,9 @@ pub struct Scenario {
     /// Set when the golden is our hand-edited expected output rather than Pi's (see DEVIATIONS.md).
     #[serde(default)]
     pub deviation: Option<String>,
+    /// `json` or `print` (`-p`) instead of `--mode rpc`; the prompt then comes from `args`.
+    #[serde(default)]
+    pub mode: Option<String>,
     /// Flags after `--mode rpc`.
     #[serde(default = "default_args")]
     pub args: Vec<String>,
