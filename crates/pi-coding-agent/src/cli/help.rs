@@ -52,8 +52,9 @@ Options:
                                  A list of only +name/-name entries edits the default set instead
   --exclude-tools, -xt <tools>   Comma-separated tool names to disable
   --thinking <level>             Thinking level: off, minimal, low, medium, high, xhigh, max
-  --extension, -e <path>         Accepted for compatibility; TypeScript extensions are not loaded yet
-  --no-extensions, -ne           Accepted for compatibility (no extensions are loaded)
+  --extension, -e <path>         Load an extension file or builtin:<name> (repeatable; extension
+                                 files run in Node 22 or newer, found on PATH or as PI_NODE)
+  --no-extensions, -ne           Do not discover or load extensions
   --no-mcp                       Accepted for compatibility (MCP servers are not supported yet)
   --skill <path>                 Load a skill file or directory (repeatable)
   --no-skills, -ns               Skip skill discovery and loading
