@@ -514,3 +514,33 @@ fn apply_edit(out: &mut Vec<ContextMessage<'_>>, start: usize, edit: Option<&Opt
         *slot = ContextMessage::built(message_from_map(map));
     }
 }
+
+/// What a branch summary reads from each of `entries` (Pi's `getMessageFromEntry`): the
+/// message of a `message` entry (tool results left out), a `custom_message` as a custom
+/// message, a branch summary or compaction as its summary message; `None` for the rest. The
+/// latest `context_edit` per target among `entries` is applied, as in the context.
+pub fn branch_summary_messages(entries: &[SessionEntry]) -> Vec<Option<AgentMessage>> {
+    let mut edits: HashMap<&str, Option<Option<Value>>> = HashMap::new();
+    for e in entries {
+        if let Some((target, edit)) = edit_of(e) {
+            edits.insert(target, edit);
+        }
+    }
+    entries
+        .iter()
+        .map(|entry| {
+            if matches!(entry, SessionEntry::Message(m) if m.message.role() == "toolResult") {
+                return None;
+            }
+            let mut out = Vec::new();
+            project_entry(entry, &mut out);
+            out.retain(|m| m.role() != "system" && m.role() != "toolResult");
+            if let Some(id) = entry.id()
+                && let Some(edit) = edits.get(id)
+            {
+                apply_edit(&mut out, 0, edit.as_ref());
+            }
+            out.pop().map(|m| (*m).clone())
+        })
+        .collect()
+}

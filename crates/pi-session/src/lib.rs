@@ -39,7 +39,10 @@ mod writer;
 mod testutil;
 
 pub use append::{BranchSummaryParams, CompactionParams};
-pub use context::{ContextMessage, ModelRef, SessionContext, SessionProjection, project_entry};
+pub use context::{
+    ContextMessage, ModelRef, SessionContext, SessionProjection, branch_summary_messages,
+    project_entry,
+};
 pub use discovery::{SessionInfo, SessionLookup, SessionScope};
 pub use error::{Result, SessionError};
 pub use fork::{ForkPosition, Forked};

@@ -2,6 +2,7 @@
 //! to compact, the choice of what to summarize and keep, file tracking, and the summarization
 //! requests. The session runtime (`runtime/compaction.rs`) runs it and records the result.
 
+pub mod branch;
 mod entries;
 mod estimate;
 mod files;

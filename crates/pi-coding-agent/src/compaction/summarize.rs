@@ -137,6 +137,37 @@ impl Summarizer<'_> {
         Ok(generated_result(summary, usage, prep, &lists))
     }
 
+    /// A summary of a branch the session leaves (Pi's `generateBranchSummary`): the stored
+    /// text (Pi's opening lines, the answer, the file lists), its usage and the lists.
+    pub async fn branch(
+        &self,
+        messages: &[AgentMessage],
+        files: &super::files::FileOps,
+        custom_instructions: Option<&str>,
+        replace_instructions: bool,
+    ) -> Result<(String, Option<Usage>, CompactionDetails), SummarizeError> {
+        if messages.is_empty() {
+            return Ok((
+                "No content to summarize".into(),
+                None,
+                CompactionDetails::default(),
+            ));
+        }
+        let prompt = super::branch::prompt(
+            &serialize_conversation(messages),
+            custom_instructions,
+            replace_instructions,
+        );
+        let (text, usage) = self.summarize(prompt, "Branch summarization").await?;
+        let lists = files.lists();
+        let summary = format!(
+            "{}{text}{}",
+            super::branch::SUMMARY_PREAMBLE,
+            super::files::summary_suffix(&lists)
+        );
+        Ok((summary, Some(usage), lists))
+    }
+
     async fn history(
         &self,
         prep: &Preparation,

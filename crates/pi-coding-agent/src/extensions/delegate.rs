@@ -253,6 +253,7 @@ impl HostDelegate {
             "complete" => rt.ext_complete(&params).await,
             "stream" => rt.ext_stream(&params).await,
             "reload" => rt.ext_reload().await.map(|()| Value::Null),
+            "navigate_tree" => rt.ext_navigate_tree(&params).await,
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
                 let registry = lock(&rt.core.registry);

@@ -25,6 +25,7 @@ mod provider_stream;
 pub(crate) mod registry;
 mod reload;
 mod tools;
+mod tree;
 
 pub use load::{LoadReport, load_extensions, needs_hint};
 pub use registry::{ExtCommand, ExtFlag, ExtTool, Registrations};

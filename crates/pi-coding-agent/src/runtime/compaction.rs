@@ -25,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 /// Turns summarization retry notices into `summarization_retry_*` events.
 struct RetryEvents<'a> {
     core: &'a Core,
-    reason: CompactionReason,
+    /// `None`: a branch summary.
+    reason: Option<CompactionReason>,
 }
 
 impl RetryNotices for RetryEvents<'_> {
@@ -44,8 +45,11 @@ impl RetryNotices for RetryEvents<'_> {
                     error_message,
                 },
                 RetryNotice::AttemptStart => SessionEvent::SummarizationRetryAttemptStart {
-                    source: SummarizationSource::Compaction,
-                    reason: Some(self.reason),
+                    source: match self.reason {
+                        Some(_) => SummarizationSource::Compaction,
+                        None => SummarizationSource::BranchSummary,
+                    },
+                    reason: self.reason,
                 },
                 RetryNotice::Finished => SessionEvent::SummarizationRetryFinished {},
             };
@@ -66,7 +70,7 @@ fn model_key(model: &Model) -> String {
 }
 
 impl Core {
-    pub(super) fn current_model(&self) -> Option<Model> {
+    pub(crate) fn current_model(&self) -> Option<Model> {
         self.agent().map(|a| a.with_state(|s| s.model.clone()))
     }
 
@@ -98,7 +102,7 @@ impl Core {
     }
 
     /// Marks a compaction as running and returns its cancellation.
-    fn begin_compaction(&self, manual: bool) -> CancellationToken {
+    pub(crate) fn begin_compaction(&self, manual: bool) -> CancellationToken {
         let handle = CompactionHandle {
             cancel: CancellationToken::new(),
             done: CancellationToken::new(),
@@ -115,7 +119,7 @@ impl Core {
     }
 
     /// Marks the compaction as over; returns the token to fire once its end is reported.
-    fn end_compaction(&self, manual: bool) -> Option<CancellationToken> {
+    pub(crate) fn end_compaction(&self, manual: bool) -> Option<CancellationToken> {
         let mut run = lock(&self.run);
         if manual {
             run.compacting = false;
@@ -163,7 +167,10 @@ impl Core {
         let thinking_level = self
             .agent()
             .map_or(ThinkingLevel::Off, |a| a.with_state(|s| s.thinking_level));
-        let notices = RetryEvents { core: self, reason };
+        let notices = RetryEvents {
+            core: self,
+            reason: Some(reason),
+        };
         let summarizer = Summarizer {
             stream: self.ext.stream_fn(),
             model: model.clone(),
@@ -535,5 +542,58 @@ impl Core {
             payload["fromExtension"] = serde_json::json!(from_extension);
             self.ext_emit("session_compact_failed", payload).await;
         }
+    }
+}
+
+impl Core {
+    /// A summary of the branch `entries` (tree navigation), with the session's model, retry
+    /// settings and `branchSummary.reserveTokens`.
+    pub(crate) async fn summarize_branch(
+        &self,
+        entries: &[pi_protocol::session_entry::SessionEntry],
+        custom_instructions: Option<&str>,
+        replace_instructions: bool,
+        cancel: &CancellationToken,
+    ) -> Result<
+        (
+            String,
+            Option<pi_protocol::usage::Usage>,
+            pi_protocol::results::CompactionDetails,
+        ),
+        SummarizeError,
+    > {
+        let model = self
+            .current_model()
+            .ok_or_else(|| SummarizeError::Failed("No model available for summarization".into()))?;
+        let reserve = self.settings().branch_summary.reserve_tokens as u64;
+        let window = if model.context_window > 0 {
+            model.context_window
+        } else {
+            128_000
+        };
+        let (messages, files) =
+            crate::compaction::branch::prepare(entries, window.saturating_sub(reserve));
+        let api_key = self
+            .summarization_api_key(&model)
+            .map_err(SummarizeError::Failed)?;
+        let thinking_level = self
+            .agent()
+            .map_or(ThinkingLevel::Off, |a| a.with_state(|s| s.thinking_level));
+        let notices = RetryEvents {
+            core: self,
+            reason: None,
+        };
+        let summarizer = Summarizer {
+            stream: self.ext.stream_fn(),
+            model,
+            api_key,
+            thinking_level,
+            retry: self.retry_policy(),
+            cancel: cancel.clone(),
+            notices: &notices,
+        };
+        summarizer
+            .branch(&messages, &files, custom_instructions, replace_instructions)
+            .await
     }
 }
