@@ -84,24 +84,99 @@ fn failure(path: &str, error: &str) -> Diagnostic {
     Diagnostic::error(format!("Failed to load extension \"{path}\": {error}"))
 }
 
+/// What the extensions of the pre-trust pass decided (Pi's `resolveProjectTrusted`).
+#[derive(Default)]
+pub struct ProjectTrustPass {
+    /// The host with those extensions loaded but nothing bound; [`load_extensions`] continues it.
+    pub host: Option<Host>,
+    /// `yes`/`no` from the first handler that decided.
+    pub trusted: Option<bool>,
+    /// The decision is to be saved in `trust.json`.
+    pub remember: bool,
+    /// Handler failures, printed as warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Pi's pre-trust pass: loads `sources` (the extensions that may decide) and asks their
+/// `project_trust` handlers. Without Node, or when loading fails, nothing is decided and the
+/// final load reports the problem.
+pub async fn project_trust_pass(
+    sources: &[ExtensionSource],
+    args: &Args,
+    cwd: &Path,
+    agent_dir: &Path,
+) -> ProjectTrustPass {
+    let mut pass = ProjectTrustPass::default();
+    if sources.is_empty() {
+        return pass;
+    }
+    let Ok(host) = Host::start(cwd) else {
+        return pass;
+    };
+    let mut params = init_params(sources, args, cwd, agent_dir);
+    params.insert("flagValues".into(), json!(unknown_flag_values(args)));
+    params.insert("preTrust".into(), json!(true));
+    let init = match host.request("init", params).await {
+        Ok(value) => serde_json::from_value::<InitResult>(value).ok(),
+        Err(_) => None,
+    };
+    let Some(init) = init else {
+        host.kill();
+        return pass;
+    };
+    if init.handlers.iter().any(|h| h == "project_trust") {
+        let mut params = Map::new();
+        params.insert("event".into(), json!("project_trust"));
+        params.insert("payload".into(), json!({ "cwd": cwd }));
+        params.insert("ctx".into(), json!({}));
+        if let Ok(result) = host.request("emit", params).await {
+            pass.trusted = match result.get("trusted").and_then(Value::as_str) {
+                Some("yes") => Some(true),
+                Some("no") => Some(false),
+                _ => None,
+            };
+            pass.remember = result.get("remember").and_then(Value::as_bool) == Some(true);
+            pass.warnings = result
+                .get("warnings")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|w| w.as_str().map(str::to_string))
+                .collect();
+        }
+    }
+    pass.host = Some(host);
+    pass
+}
+
 /// Loads `sources` (nothing happens without any). `missing` are `-e` paths that do not exist;
-/// they count as load failures.
+/// they count as load failures. `pre_trust` is the host of a pre-trust pass: its extensions are
+/// kept and the others added (`extend`).
 pub async fn load_extensions(
     sources: &[ExtensionSource],
     missing: &[(String, String)],
     args: &Args,
     cwd: &Path,
     agent_dir: &Path,
+    pre_trust: Option<Host>,
 ) -> LoadReport {
     let mut report = LoadReport {
         load_errors: missing.iter().map(|(p, e)| failure(p, e)).collect(),
         ..LoadReport::default()
     };
     if sources.is_empty() {
+        if let Some(host) = pre_trust {
+            host.kill();
+        }
         report.flag_errors = flag_diagnostics(args, &[]).1;
         return report;
     }
-    let host = match Host::start(cwd) {
+    let extending = pre_trust.is_some();
+    let started = match pre_trust {
+        Some(host) => Ok(host),
+        None => Host::start(cwd),
+    };
+    let host = match started {
         Ok(host) => host,
         Err(e) => {
             // Without Node the session runs without extensions; the client hears about it.
@@ -116,7 +191,8 @@ pub async fn load_extensions(
     };
     let mut params = init_params(sources, args, cwd, agent_dir);
     params.insert("flagValues".into(), json!(unknown_flag_values(args)));
-    let result = match host.request("init", params).await {
+    let kind = if extending { "extend" } else { "init" };
+    let result = match host.request(kind, params).await {
         Ok(value) => serde_json::from_value::<InitResult>(value)
             .map_err(|e| HostError::Failed(format!("unexpected init result: {e}"))),
         Err(e) => Err(e),

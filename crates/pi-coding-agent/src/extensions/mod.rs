@@ -27,7 +27,7 @@ mod reload;
 mod tools;
 mod tree;
 
-pub use load::{LoadReport, load_extensions, needs_hint};
+pub use load::{LoadReport, ProjectTrustPass, load_extensions, needs_hint, project_trust_pass};
 pub use registry::{ExtCommand, ExtFlag, ExtTool, Registrations};
 pub(crate) use tools::ExtensionTool;
 

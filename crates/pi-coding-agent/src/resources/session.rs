@@ -125,6 +125,32 @@ impl SessionResources {
         (session, stderr)
     }
 
+    /// The extensions of Pi's pre-trust pass, when the project's trust is still to be decided
+    /// (no `--approve`/`--no-approve`, and the cwd has resources that need trust): `-e` paths
+    /// and user-level extensions, which may answer `project_trust`. `None` otherwise.
+    pub fn pre_trust_extensions(args: &Args, at: Locations<'_>) -> Option<Vec<ExtensionSource>> {
+        if args.project_trust_override.is_some()
+            || !super::trust::has_trust_requiring_resources(at.cwd, at.home)
+        {
+            return None;
+        }
+        let settings = SettingsManager::load(at.cwd, at.agent_dir, false);
+        let (extensions, _) = extension_sources(&ExtensionOptions {
+            cli: &args.extensions,
+            cli_base: at.process_cwd,
+            no_extensions: args.no_extensions,
+            discovery: DiscoveryInput {
+                cwd: at.cwd,
+                agent_dir: at.agent_dir,
+                home: at.home,
+                global: settings.global_layer(),
+                project: settings.project_layer(),
+                project_trusted: false,
+            },
+        });
+        Some(extensions)
+    }
+
     /// The `get_commands` list: `extension_commands` (loaded extension files), the built-in
     /// extensions' commands (Pi loads built-ins after extension files), prompt templates,
     /// skills.

@@ -340,20 +340,45 @@ struct Loaded {
     selection: pi_registry::StartupSelection,
     startup_request: StartupRequest,
     context_messages: Vec<std::sync::Arc<AgentMessage>>,
+    /// The command line with an extension's trust decision in it (what `ctx.reload()` reads).
+    decided_args: Option<Args>,
 }
 
 async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     // Pi reads `sessionDir` and `defaultProjectTrust` from settings loaded as if trusted.
     let mut startup_settings = SettingsManager::load(&env.cwd, &env.agent_dir, true);
     let startup_s = startup_settings.settings().clone();
+    let at = Locations {
+        cwd: &env.cwd,
+        agent_dir: &env.agent_dir,
+        home: &env.home,
+        process_cwd: &env.cwd,
+    };
+    // Pi's pre-trust pass: `-e` and user-level extensions may decide the project's trust
+    // (`project_trust`) before the project's own files are read.
+    let mut trust_args = None;
+    let mut pass = crate::extensions::ProjectTrustPass::default();
+    if let Some(sources) = SessionResources::pre_trust_extensions(args, at) {
+        pass =
+            crate::extensions::project_trust_pass(&sources, args, &env.cwd, &env.agent_dir).await;
+        for w in &pass.warnings {
+            eprintln!("Warning: {w}");
+        }
+        if let Some(trusted) = pass.trusted {
+            if pass.remember
+                && let Err(e) = crate::resources::trust::TrustStore::new(&env.agent_dir)
+                    .set(&env.cwd, Some(trusted))
+            {
+                eprintln!("Warning: {e}");
+            }
+            let mut decided = args.clone();
+            decided.project_trust_override = Some(trusted);
+            trust_args = Some(decided);
+        }
+    }
     let (res, diagnostics) = SessionResources::load(
-        args,
-        Locations {
-            cwd: &env.cwd,
-            agent_dir: &env.agent_dir,
-            home: &env.home,
-            process_cwd: &env.cwd,
-        },
+        trust_args.as_ref().unwrap_or(args),
+        at,
         &mut startup_settings,
     );
     let mut extensions = crate::extensions::load_extensions(
@@ -362,6 +387,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         args,
         &env.cwd,
         &env.agent_dir,
+        pass.host.take(),
     )
     .await;
     // Providers the extensions registered join the registry before the model is chosen, so
@@ -456,6 +482,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         selection,
         startup_request,
         context_messages,
+        decided_args: trust_args,
     })
 }
 
@@ -496,6 +523,7 @@ fn assemble(
         selection,
         startup_request,
         context_messages,
+        decided_args,
     } = loaded;
     let s = res.settings.settings().clone();
     let model = selection.model_or_placeholder();
@@ -538,7 +566,7 @@ fn assemble(
         registry: Mutex::new(registry),
         res: Mutex::new(res),
         scoped_models: selection.scoped_models.clone(),
-        args: args.clone(),
+        args: decided_args.unwrap_or_else(|| args.clone()),
         startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),

@@ -2,7 +2,7 @@
 import { createCommandContext, createToolContext } from "./context.mjs";
 import { emitEvent } from "./dispatch.mjs";
 import { handleStreamEvent } from "./llm.mjs";
-import { loadGeneration } from "./loader.mjs";
+import { extendGeneration, loadGeneration } from "./loader.mjs";
 import { abortProviderStream, runProviderStream } from "./provider-stream.mjs";
 import { effect, errorMessage, host, updateCtxState } from "./state.mjs";
 import { handleUIResponse } from "./ui.mjs";
@@ -72,6 +72,7 @@ const REQUESTS = {
 	init: (msg) => loadGeneration("init", msg),
 	reinit: (msg) => loadGeneration("reinit", msg),
 	reload: (msg) => loadGeneration("reload", msg),
+	extend: (msg) => extendGeneration(msg),
 	apply_flags: ({ values }) => {
 		const runtime = requireRuntime();
 		for (const [name, value] of Object.entries(values ?? {})) runtime.flagValues.set(name, value);

@@ -221,6 +221,11 @@ export async function loadGeneration(kind, request) {
 
 	if (kind === "reload" && previous) applyFlagValues(runtime, Object.fromEntries(previous.flagValues));
 	applyFlagValues(runtime, flagValues);
+	host.lastErrors = errors;
+
+	// The pre-trust pass (Pi's loadProjectTrustExtensions): these extensions answer project_trust
+	// before anything is bound; `extend` adds the rest and binds.
+	if (kind === "init" && request.preTrust) return generationResult(runtime, errors);
 
 	runtime.bound = true;
 	flushQueuedProviders(runtime);
@@ -235,6 +240,10 @@ export async function loadGeneration(kind, request) {
 		}
 	}
 
+	return generationResult(runtime, errors);
+}
+
+function generationResult(runtime, errors) {
 	const handlers = runtime.handlerEvents();
 	runtime.rememberHandlerEvents(handlers);
 	return {
@@ -242,4 +251,37 @@ export async function loadGeneration(kind, request) {
 		errors,
 		handlers,
 	};
+}
+
+/**
+ * After the pre-trust pass (Pi's loadFinalExtensionSet): the final list, in its order; the
+ * extensions already loaded are kept as they are, those that failed are not tried again, the
+ * others load now. Then the generation is bound. The result lists every extension.
+ */
+export async function extendGeneration(request) {
+	const runtime = host.runtime;
+	if (!runtime) throw new Error("No extensions are loaded (init has not run)");
+	const cwd = host.config.cwd;
+	const loaded = new Map(runtime.extensions.map((ext) => [ext.path, ext]));
+	const failed = new Set((host.lastErrors ?? []).map((e) => e.path));
+	const errors = [...(host.lastErrors ?? [])];
+	const order = [];
+	for (const { path: configured, sourceInfo } of request.extensions ?? []) {
+		for (const extPath of expandExtensionPath(configured, cwd)) {
+			order.push(extPath);
+			if (loaded.has(extPath) || failed.has(extPath)) continue;
+			const { extension, error } = await loadExtension(runtime, extPath, sourceInfo);
+			if (error) errors.push({ path: extPath, error });
+			else loaded.set(extPath, extension);
+		}
+	}
+	runtime.extensions = order.map((p) => loaded.get(p)).filter((ext) => ext !== undefined);
+	for (const conflict of detectConflicts(runtime.extensions)) {
+		if (!errors.some((e) => e.path === conflict.path && e.error === conflict.error)) errors.push(conflict);
+	}
+	host.lastExtensions = request.extensions ?? [];
+	applyFlagValues(runtime, host.lastFlagValues ?? {});
+	runtime.bound = true;
+	flushQueuedProviders(runtime);
+	return generationResult(runtime, errors);
 }

@@ -236,3 +236,50 @@ describe("module cache", () => {
 		assert.equal(desc(await pi.ask("reinit", { reason: "resume", cwd: path.dirname(dir) })), "1");
 	});
 });
+
+describe("pre-trust pass", () => {
+	let pi;
+	let dir;
+	before(async () => {
+		dir = fixtureDir({
+			"trust.ts": `
+				let runs = 0;
+				export default function (pi) {
+					runs++;
+					pi.on("project_trust", async () => ({ trusted: "yes", remember: true }));
+					pi.registerCommand("trust", { description: String(runs), handler() {} });
+				}`,
+			"throws.ts": `export default (pi) => pi.on("project_trust", () => { throw new Error("cannot tell"); });`,
+			"proj.ts": `export default (pi) => pi.registerCommand("proj", { handler() {} });`,
+			"broken.ts": `export default function () { throw new Error("broken"); }`,
+		});
+		pi = await FakePi.start({ cwd: dir });
+	});
+	after(async () => {
+		await pi.close();
+	});
+
+	it("answers project_trust unbound, then extend keeps those extensions and loads the rest in order", async () => {
+		const p = (f) => path.join(dir, f);
+		const first = await pi.init([p("throws.ts"), p("trust.ts"), p("broken.ts")], { preTrust: true });
+		assert.deepEqual(first.handlers, ["project_trust"]);
+		const decision = await pi.emit("project_trust", { cwd: dir });
+		assert.deepEqual(decision, {
+			trusted: "yes",
+			remember: true,
+			warnings: [`Extension "${p("throws.ts")}" project_trust error: cannot tell`],
+		});
+		const all = await pi.ask("extend", {
+			extensions: [p("proj.ts"), p("throws.ts"), p("trust.ts"), p("broken.ts")].map((x) => ({ path: x })),
+		});
+		assert.deepEqual(
+			all.extensions.map((e) => [path.basename(e.path), e.commands.map((c) => `${c.name}:${c.description ?? ""}`)]),
+			[
+				["proj.ts", ["proj:"]],
+				["throws.ts", []],
+				["trust.ts", ["trust:1"]],
+			],
+		);
+		assert.deepEqual(all.errors, [{ path: p("broken.ts"), error: "Failed to load extension: broken" }]);
+	});
+});

@@ -61,7 +61,8 @@ impl Normalizer {
                         }
                         _ => self.value(val),
                     };
-                    out.insert(k.clone(), nv);
+                    // Paths can be keys too (`trust.json` maps folders to decisions).
+                    out.insert(self.paths_in(k), nv);
                 }
                 if out.get("role").and_then(Value::as_str) == Some("system") {
                     blank_system_message(&mut out);
@@ -72,6 +73,17 @@ impl Normalizer {
             Value::String(s) => Value::String(self.string(s)),
             other => other.clone(),
         }
+    }
+
+    /// Only the temp paths of `s` replaced (for object keys, which carry no ids).
+    fn paths_in(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for (from, to) in &self.subs {
+            if out.contains(from.as_str()) {
+                out = out.replace(from.as_str(), to);
+            }
+        }
+        out
     }
 
     /// Normalizes free text (also used for file contents and paths).
