@@ -120,8 +120,8 @@ impl Delegate for HostDelegate {
                         .cloned()
                         .unwrap_or_default();
                     if function == "buildSystemPrompt" {
-                        use super::prompt_options::{PromptOptions, render};
-                        let base = PromptOptions::current(&rt.core, &rt.agent);
+                        use crate::resources::prompt_options::{PromptOptions, render};
+                        let base = rt.core.prompt_options(&rt.agent);
                         let options = match args.first() {
                             Some(v) if v.is_object() => PromptOptions::from_json(v, &base),
                             _ => base,
@@ -361,7 +361,7 @@ fn state_query(rt: &Runtime, params: &Value) -> CallResult {
         "contextUsage" => to_json(&rt.context_usage()),
         "systemPrompt" => Ok(json!(rt.core.system_prompt_text(&rt.agent))),
         "systemPromptOptions" => {
-            let base = super::prompt_options::PromptOptions::current(&rt.core, &rt.agent);
+            let base = rt.core.prompt_options(&rt.agent);
             let run = lock(&rt.core.run).prompt_options.clone();
             Ok(run.unwrap_or(base).to_json())
         }

@@ -19,7 +19,6 @@ mod load;
 mod messages;
 mod partial;
 mod prompt;
-pub(crate) mod prompt_options;
 mod provider;
 mod provider_stream;
 pub(crate) mod registry;

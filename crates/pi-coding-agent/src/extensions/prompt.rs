@@ -31,7 +31,7 @@ pub struct BeforeAgentStart {
     pub system_prompt: Option<String>,
     /// System prompt options the handlers edited: they build this run's prompt and name its
     /// tools.
-    pub(crate) prompt_options: Option<super::prompt_options::PromptOptions>,
+    pub(crate) prompt_options: Option<crate::resources::prompt_options::PromptOptions>,
 }
 
 impl Runtime {
@@ -145,7 +145,7 @@ impl Core {
         };
         let base = self.agent().map(|agent| {
             payload["systemPrompt"] = json!(self.system_prompt_text(&agent));
-            super::prompt_options::PromptOptions::current(self, &agent)
+            self.prompt_options(&agent)
         });
         if let Some(base) = &base {
             payload["systemPromptOptions"] = base.to_json();
@@ -154,10 +154,9 @@ impl Core {
             return BeforeAgentStart::default();
         };
         BeforeAgentStart {
-            prompt_options: result
-                .get("systemPromptOptions")
-                .zip(base.as_ref())
-                .map(|(v, base)| super::prompt_options::PromptOptions::from_json(v, base)),
+            prompt_options: result.get("systemPromptOptions").zip(base.as_ref()).map(
+                |(v, base)| crate::resources::prompt_options::PromptOptions::from_json(v, base),
+            ),
             messages: result
                 .get("messages")
                 .and_then(Value::as_array)

@@ -27,6 +27,7 @@ pub mod extensions;
 pub mod frontmatter;
 pub mod loader;
 pub mod patterns;
+pub mod prompt_options;
 pub mod prompt_templates;
 pub mod prompt_text;
 pub mod session;

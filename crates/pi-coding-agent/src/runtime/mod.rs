@@ -88,7 +88,7 @@ pub(crate) struct RunState {
     /// A system prompt an extension forced for the current run (`before_agent_start`).
     pub forced_system_prompt: Option<String>,
     /// System prompt options an extension edited for the current run (`before_agent_start`).
-    pub prompt_options: Option<crate::extensions::prompt_options::PromptOptions>,
+    pub prompt_options: Option<crate::resources::prompt_options::PromptOptions>,
     /// The session's own active tools while a run uses others (see `apply_run_loadout`).
     pub loadout_base: Option<Vec<String>>,
     /// Extension messages for the next run (`sendMessage` with `deliverAs: "nextTurn"`).

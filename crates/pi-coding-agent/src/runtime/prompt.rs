@@ -426,7 +426,7 @@ impl Core {
     ) -> Result<crate::resources::system_prompt::Sections, String> {
         let run_options = lock(&self.run).prompt_options.clone();
         if let Some(options) = run_options {
-            let session = crate::extensions::prompt_options::PromptOptions::current(self, agent);
+            let session = self.prompt_options(agent);
             return options
                 .with_tools(names, &session)
                 .build(&self.env.package_dir);
@@ -437,6 +437,24 @@ impl Core {
             &self.tool_prompts(names),
             &self.env.package_dir,
         )
+    }
+
+    /// The session's own system prompt options (Pi's base options) for `agent`'s tools, or
+    /// the session's tools while a run uses others.
+    pub(crate) fn prompt_options(
+        &self,
+        agent: &pi_agent::Agent,
+    ) -> crate::resources::prompt_options::PromptOptions {
+        let names: Vec<String> = lock(&self.run).loadout_base.clone().unwrap_or_else(|| {
+            agent.with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect())
+        });
+        let tools = self
+            .tools
+            .names()
+            .iter()
+            .map(|n| self.tools.prompt(n))
+            .collect();
+        crate::resources::prompt_options::PromptOptions::session(&lock(&self.res), names, tools)
     }
 
     /// The whole current system prompt as the model would read it (`ctx.getSystemPrompt()`).

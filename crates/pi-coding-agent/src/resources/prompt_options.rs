@@ -3,10 +3,10 @@
 //! edited options build the prompt for that run, and their `selectedTools` become its tools.
 //! `buildSystemPrompt(options)` from the package renders options the same way.
 
-use crate::resources::context_files::ContextFile;
-use crate::resources::skills::Skill;
-use crate::resources::system_prompt::{PromptInputs, Sections, ToolPrompt, build_sections};
-use crate::runtime::{Core, lock};
+use super::context_files::ContextFile;
+use super::session::SessionResources;
+use super::skills::Skill;
+use super::system_prompt::{PromptInputs, Sections, ToolPrompt, build_sections};
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 
@@ -42,22 +42,17 @@ fn pairs(v: Option<&Value>) -> Vec<(String, Value)> {
 }
 
 impl PromptOptions {
-    /// The session's own options for the agent's current tools (Pi's base options).
-    pub fn current(core: &Core, agent: &pi_agent::Agent) -> PromptOptions {
-        let names: Vec<String> = lock(&core.run).loadout_base.clone().unwrap_or_else(|| {
-            agent.with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect())
-        });
-        let res = lock(&core.res);
+    /// The session's own options (Pi's base options): `selected` active tools, `tools` the
+    /// texts of every registered tool (as Pi's options carry them).
+    pub fn session(
+        res: &SessionResources,
+        selected: Vec<String>,
+        tools: Vec<ToolPrompt>,
+    ) -> PromptOptions {
         PromptOptions {
             custom_prompt: res.resources.system_prompt.clone(),
-            // Every registered tool's texts, as Pi's options carry them.
-            tools: core
-                .tools
-                .names()
-                .iter()
-                .map(|n| core.tools.prompt(n))
-                .collect(),
-            selected_tools: names,
+            tools,
+            selected_tools: selected,
             hidden_tools: Vec::new(),
             prompt_guidelines: Vec::new(),
             append: res.resources.append_system_prompt.join("\n\n"),
