@@ -30,11 +30,6 @@ pub struct ThinkingBudgets {
     pub high: Option<u64>,
 }
 
-/// Length in UTF-16 code units, JavaScript's `string.length`.
-pub fn js_len(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
-}
-
 fn tokens(chars: usize) -> u64 {
     (chars as f64 / CHARS_PER_TOKEN).ceil() as u64
 }
@@ -43,7 +38,7 @@ fn blocks_chars(blocks: &[UserBlock]) -> usize {
     blocks
         .iter()
         .map(|b| match b {
-            UserBlock::Text(t) => js_len(&t.text),
+            UserBlock::Text(t) => pi_js::utf16_len(&t.text),
             UserBlock::Image(_) => IMAGE_CHARS,
         })
         .sum()
@@ -53,8 +48,8 @@ fn blocks_chars(blocks: &[UserBlock]) -> usize {
 pub fn estimate_message_tokens(msg: &AgentMessage) -> u64 {
     match msg {
         AgentMessage::System(s) => {
-            let tools = |json: Option<String>| json.map_or(0, |j| tokens(js_len(&j)));
-            tokens(js_len(&system_text(s)))
+            let tools = |json: Option<String>| json.map_or(0, |j| tokens(pi_js::utf16_len(&j)));
+            tokens(pi_js::utf16_len(&system_text(s)))
                 + tools(
                     s.tools_added
                         .as_ref()
@@ -69,7 +64,7 @@ pub fn estimate_message_tokens(msg: &AgentMessage) -> u64 {
                 )
         }
         AgentMessage::User(u) => tokens(match &u.content {
-            StringOrBlocks::Text(s) => js_len(s),
+            StringOrBlocks::Text(s) => pi_js::utf16_len(s),
             StringOrBlocks::Blocks(b) => blocks_chars(b),
         }),
         AgentMessage::ToolResult(t) => tokens(blocks_chars(&t.content)),
@@ -77,10 +72,11 @@ pub fn estimate_message_tokens(msg: &AgentMessage) -> u64 {
             a.content
                 .iter()
                 .map(|b| match b {
-                    AssistantBlock::Text(t) => js_len(&t.text),
-                    AssistantBlock::Thinking(t) => js_len(&t.thinking),
+                    AssistantBlock::Text(t) => pi_js::utf16_len(&t.text),
+                    AssistantBlock::Thinking(t) => pi_js::utf16_len(&t.thinking),
                     AssistantBlock::ToolCall(tc) => {
-                        js_len(&tc.name) + to_js_string(&tc.arguments).map_or(0, |s| js_len(&s))
+                        pi_js::utf16_len(&tc.name)
+                            + to_js_string(&tc.arguments).map_or(0, |s| pi_js::utf16_len(&s))
                     }
                 })
                 .sum(),

@@ -137,16 +137,12 @@ fn estimate(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
-fn js_len(s: &str) -> usize {
-    crate::budget::js_len(s)
-}
-
 fn user_text(content: &[UserBlock]) -> String {
     content
         .iter()
         .map(|b| match b {
             UserBlock::Text(t) => t.text.clone(),
-            UserBlock::Image(i) => format!("[image:{}:{}]", i.mime_type, js_len(&i.data)),
+            UserBlock::Image(i) => format!("[image:{}:{}]", i.mime_type, pi_js::utf16_len(&i.data)),
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -205,10 +201,10 @@ fn usage_for(context: &LlmContext, content: &[AssistantBlock]) -> Usage {
         .iter()
         .filter_map(|m| message_text(m))
         .collect();
-    let prompt_len =
-        prompt.iter().map(|p| js_len(p)).sum::<usize>() + prompt.len().saturating_sub(1) * 2;
+    let prompt_len = prompt.iter().map(|p| pi_js::utf16_len(p)).sum::<usize>()
+        + prompt.len().saturating_sub(1) * 2;
     let input = estimate(prompt_len);
-    let output = estimate(js_len(&assistant_text(content)));
+    let output = estimate(pi_js::utf16_len(&assistant_text(content)));
     Usage {
         input,
         output,

@@ -2,7 +2,6 @@
 //! feed the retry and overflow classifiers, so they follow Pi 1.6.0 exactly (recorded against
 //! the reference: see `tests/fixtures/*/errors.json`).
 
-use crate::budget::js_len;
 use crate::http::{Body, ReadError, SendError};
 use pi_js::json::to_js_string;
 use pi_js::parse::parse_js_json;
@@ -21,7 +20,7 @@ pub enum Sdk {
 const MAX_BODY_CHARS: usize = 4000;
 
 fn truncate(text: &str) -> String {
-    let len = js_len(text);
+    let len = pi_js::utf16_len(text);
     if len <= MAX_BODY_CHARS {
         return text.to_string();
     }

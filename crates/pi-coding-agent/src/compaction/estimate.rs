@@ -14,22 +14,17 @@ use serde_json::Value;
 /// What an image is assumed to cost, in characters.
 const IMAGE_CHARS: usize = 4800;
 
-/// `text.length` in JavaScript.
-pub fn js_len(text: &str) -> usize {
-    text.encode_utf16().count()
-}
-
 fn tokens_of(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
 fn user_content_chars(content: &StringOrBlocks<UserBlock>) -> usize {
     match content {
-        StringOrBlocks::Text(s) => js_len(s),
+        StringOrBlocks::Text(s) => pi_js::utf16_len(s),
         StringOrBlocks::Blocks(blocks) => blocks
             .iter()
             .map(|b| match b {
-                UserBlock::Text(t) => js_len(&t.text),
+                UserBlock::Text(t) => pi_js::utf16_len(&t.text),
                 UserBlock::Image(_) => IMAGE_CHARS,
             })
             .sum(),
@@ -37,7 +32,7 @@ fn user_content_chars(content: &StringOrBlocks<UserBlock>) -> usize {
 }
 
 fn json_len(value: &impl serde::Serialize) -> usize {
-    to_js_string(value).map_or(0, |s| js_len(&s))
+    to_js_string(value).map_or(0, |s| pi_js::utf16_len(&s))
 }
 
 /// Estimated tokens of one message (0 for roles that cost nothing).
@@ -45,15 +40,17 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
     let chars = match message {
         AgentMessage::System(s) => {
             let content = match &s.content {
-                StringOrBlocks::Text(t) => js_len(t),
-                StringOrBlocks::Blocks(blocks) => blocks.iter().map(|b| js_len(&b.text)).sum(),
+                StringOrBlocks::Text(t) => pi_js::utf16_len(t),
+                StringOrBlocks::Blocks(blocks) => {
+                    blocks.iter().map(|b| pi_js::utf16_len(&b.text)).sum()
+                }
             };
             let sections: usize = s
                 .sections
                 .iter()
                 .flat_map(|m| m.iter())
                 .filter_map(|(_, v)| v.as_deref())
-                .map(js_len)
+                .map(pi_js::utf16_len)
                 .sum();
             content + sections + s.tools_added.as_ref().map_or(0, json_len)
         }
@@ -63,7 +60,7 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
             .content
             .iter()
             .map(|b| match b {
-                UserBlock::Text(t) => js_len(&t.text),
+                UserBlock::Text(t) => pi_js::utf16_len(&t.text),
                 UserBlock::Image(_) => IMAGE_CHARS,
             })
             .sum(),
@@ -71,14 +68,16 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
             .content
             .iter()
             .map(|b| match b {
-                AssistantBlock::Text(t) => js_len(&t.text),
-                AssistantBlock::Thinking(t) => js_len(&t.thinking),
-                AssistantBlock::ToolCall(c) => js_len(&c.name) + json_len(&c.arguments),
+                AssistantBlock::Text(t) => pi_js::utf16_len(&t.text),
+                AssistantBlock::Thinking(t) => pi_js::utf16_len(&t.thinking),
+                AssistantBlock::ToolCall(c) => pi_js::utf16_len(&c.name) + json_len(&c.arguments),
             })
             .sum(),
-        AgentMessage::BashExecution(b) => js_len(&b.command) + js_len(&b.output),
-        AgentMessage::BranchSummary(b) => js_len(&b.summary),
-        AgentMessage::CompactionSummary(c) => js_len(&c.summary),
+        AgentMessage::BashExecution(b) => {
+            pi_js::utf16_len(&b.command) + pi_js::utf16_len(&b.output)
+        }
+        AgentMessage::BranchSummary(b) => pi_js::utf16_len(&b.summary),
+        AgentMessage::CompactionSummary(c) => pi_js::utf16_len(&c.summary),
         AgentMessage::Other(m) => raw_chars(m),
     };
     tokens_of(chars)
@@ -86,17 +85,18 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
 
 /// [`estimate_tokens`] for a message kept verbatim (a shape our types do not accept).
 fn raw_chars(m: &serde_json::Map<String, Value>) -> usize {
-    let str_len = |k: &str| m.get(k).and_then(Value::as_str).map_or(0, js_len);
+    let str_len = |k: &str| m.get(k).and_then(Value::as_str).map_or(0, pi_js::utf16_len);
     let blocks = || {
         m.get("content")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
     };
-    let block_str = |b: &Value, k: &str| b.get(k).and_then(Value::as_str).map_or(0, js_len);
+    let block_str =
+        |b: &Value, k: &str| b.get(k).and_then(Value::as_str).map_or(0, pi_js::utf16_len);
     match m.get("role").and_then(Value::as_str) {
         Some("user" | "custom" | "toolResult") => match m.get("content") {
-            Some(Value::String(s)) => js_len(s),
+            Some(Value::String(s)) => pi_js::utf16_len(s),
             _ => blocks()
                 .map(|b| match b.get("type").and_then(Value::as_str) {
                     Some("text") => block_str(b, "text"),

@@ -2,7 +2,6 @@
 //! text inside one user message, so the model reads it as a document instead of continuing it.
 //! Thinking is left out; long tool results are cut.
 
-use super::estimate::js_len;
 use crate::messages::converted;
 use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
@@ -34,7 +33,7 @@ fn slice_head(text: &str, max: usize) -> &str {
 }
 
 fn truncate_for_summary(text: &str) -> String {
-    let len = js_len(text);
+    let len = pi_js::utf16_len(text);
     if len <= TOOL_RESULT_MAX_CHARS {
         return text.to_string();
     }
