@@ -339,3 +339,9 @@ mod tests {
         let _ = std::fs::remove_file(&dir);
     }
 }
+
+/// `resolveConfigValueOrThrow` against the process environment, for other crates' config
+/// values (MCP servers' `env`, `headers` and `oauth.clientSecret`).
+pub fn resolve_config_value(config: &str, description: &str) -> Result<String, String> {
+    resolve_or_error(config, description, None, &Env::from_process())
+}
