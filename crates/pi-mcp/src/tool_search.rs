@@ -29,6 +29,8 @@ pub trait ToolSearchHost: Send + Sync {
     fn candidates(&self) -> Vec<SearchDoc>;
     /// Adds tools to the active set (after the active ones).
     fn activate(&self, names: Vec<String>);
+    /// Resolves once every server whose tools could match has connected or failed.
+    fn wait_ready(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
 }
 
 const STOP_WORDS: [&str; 21] = [
@@ -265,6 +267,7 @@ impl AgentTool for ToolSearchTool {
             }
             let mut loaded: Vec<(String, String)> = Vec::new();
             if let Some(host) = host {
+                host.wait_ready().await;
                 let candidates = host.candidates();
                 let found = rank(query, &candidates, limit as usize);
                 loaded = found

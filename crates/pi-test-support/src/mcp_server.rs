@@ -2,8 +2,8 @@
 //! scenarios that need a real server process both Pi 1.6.0 and our `pi` can start.
 //!
 //! Behaviour is chosen by flags so one binary serves every scenario:
-//! `--name <server name>`, `--instructions <text>`, `--fail-start <message>` (write the message
-//! to stderr and exit 1 before answering), `--no-resources`. Tools:
+//! `--name <server name>`, `--instructions <text>`, `--fail-start <message>` (read the first
+//! request, write the message to stderr and exit 1 without answering), `--no-resources`. Tools:
 //!
 //! | tool | result |
 //! |---|---|
@@ -88,11 +88,15 @@ fn text(t: impl Into<String>) -> Value {
 
 /// Runs the server on this process's stdin/stdout until stdin closes. Returns the exit code.
 pub fn run_stdio(opts: &ServerOptions) -> i32 {
+    let stdin = std::io::stdin();
     if let Some(msg) = &opts.fail_start {
+        // Read the client's first message first, so it always sees the connection close (not
+        // a write to a process that is already gone).
+        let mut first = String::new();
+        let _ = stdin.lock().read_line(&mut first);
         eprintln!("{msg}");
         return 1;
     }
-    let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };

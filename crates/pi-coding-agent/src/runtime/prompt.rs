@@ -150,6 +150,7 @@ impl Runtime {
             let mut run = lock(&self.core.run);
             run.abort_requested = false;
         }
+        self.core.mcp_before_prompt().await;
         let started = self
             .core
             .ext_before_agent_start(StartTrigger::User {
@@ -418,7 +419,7 @@ impl Core {
             &self.tool_prompts(&names),
             &self.env.package_dir,
         );
-        match built {
+        match built.map(|s| self.with_mcp_section(s)) {
             // As `system_text` renders a leading system message: sections joined by a blank line.
             Ok(sections) => sections
                 .iter()
@@ -447,7 +448,7 @@ impl Core {
         let built =
             lock(&self.res).prompt_sections(&tool_names, &[], &tool_prompts, &self.env.package_dir);
         let sections = match built {
-            Ok(s) => s,
+            Ok(s) => self.with_mcp_section(s),
             Err(e) => {
                 eprintln!("pi: {e}");
                 return None;
