@@ -216,7 +216,11 @@ impl Connection {
                     cwd: self.cwd.join(expand_home(cwd.as_deref().unwrap_or("."))),
                 }
             }
-            Transport::Http { .. } => {
+            Transport::Http { headers, .. } => {
+                for (k, v) in headers {
+                    let what = format!("MCP server \"{}\" header \"{k}\"", self.entry.name);
+                    pi_registry::resolve_config_value(v, &what).map_err(|e| (e, String::new()))?;
+                }
                 return Err((
                     "streamable HTTP servers are not supported by this build yet".into(),
                     String::new(),
