@@ -101,12 +101,21 @@ struct Parsed {
 }
 
 /// `--name value` options; `--` or reaching `max_positionals` ends them.
-fn parse(args: &[String], known: &[(&str, Kind)], max_positionals: usize, o: &mut CliOutput) -> Option<Parsed> {
+fn parse(
+    args: &[String],
+    known: &[(&str, Kind)],
+    max_positionals: usize,
+    o: &mut CliOutput,
+) -> Option<Parsed> {
     let mut p = Parsed::default();
     let mut i = 0;
     while i < args.len() {
         let typed = &args[i];
-        let arg = if typed == "-l" { "--local" } else { typed.as_str() };
+        let arg = if typed == "-l" {
+            "--local"
+        } else {
+            typed.as_str()
+        };
         if arg == "--" || p.positional.len() >= max_positionals {
             let from = if arg == "--" { i + 1 } else { i };
             p.positional.extend(args[from..].iter().cloned());
@@ -131,7 +140,10 @@ fn parse(args: &[String], known: &[(&str, Kind)], max_positionals: usize, o: &mu
             return None;
         };
         if *kind == Kind::List {
-            p.lists.entry(name.to_string()).or_default().push(value.clone());
+            p.lists
+                .entry(name.to_string())
+                .or_default()
+                .push(value.clone());
         } else {
             p.values.insert(name.to_string(), value.clone());
         }
@@ -172,7 +184,11 @@ pub async fn run(args: &[String], ctx: &CliContext) -> CliOutput {
     o
 }
 
-fn pairs(option: &str, list: Option<&Vec<String>>, o: &mut CliOutput) -> Option<Map<String, Value>> {
+fn pairs(
+    option: &str,
+    list: Option<&Vec<String>>,
+    o: &mut CliOutput,
+) -> Option<Map<String, Value>> {
     let mut out = Map::new();
     for pair in list.into_iter().flatten() {
         match pair.find('=') {
@@ -191,13 +207,26 @@ fn pairs(option: &str, list: Option<&Vec<String>>, o: &mut CliOutput) -> Option<
 fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutput) -> i32 {
     use Kind::{Flag, List, Single};
     let known = [
-        ("local", Flag), ("url", Single), ("env", List), ("cwd", Single), ("header", List),
-        ("bearer-token-env-var", Single), ("oauth-client-id", Single), ("oauth-client-secret", Single),
-        ("oauth-callback-port", Single), ("oauth-client-name", Single),
-        ("oauth-client-registration", Single), ("exposure", Single), ("description", Single),
+        ("local", Flag),
+        ("url", Single),
+        ("env", List),
+        ("cwd", Single),
+        ("header", List),
+        ("bearer-token-env-var", Single),
+        ("oauth-client-id", Single),
+        ("oauth-client-secret", Single),
+        ("oauth-callback-port", Single),
+        ("oauth-client-name", Single),
+        ("oauth-client-registration", Single),
+        ("exposure", Single),
+        ("description", Single),
     ];
-    let Some(p) = parse(args, &known, 2, o) else { return 1 };
-    let usage = format!("Usage: pi mcp add <server> [options] (--url <url> | -- <command> [args...])\n{HELP_HINT}");
+    let Some(p) = parse(args, &known, 2, o) else {
+        return 1;
+    };
+    let usage = format!(
+        "Usage: pi mcp add <server> [options] (--url <url> | -- <command> [args...])\n{HELP_HINT}"
+    );
     let (name, command) = match p.positional.split_first() {
         Some((n, c)) => (n.clone(), c.to_vec()),
         None => return o.err(&usage),
@@ -208,8 +237,13 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
     }
     let has = |k: &str| p.values.contains_key(k) || p.lists.contains_key(k);
     let http_only = [
-        "header", "bearer-token-env-var", "oauth-client-id", "oauth-client-secret",
-        "oauth-callback-port", "oauth-client-name", "oauth-client-registration",
+        "header",
+        "bearer-token-env-var",
+        "oauth-client-id",
+        "oauth-client-secret",
+        "oauth-callback-port",
+        "oauth-client-name",
+        "oauth-client-registration",
     ];
     let misplaced = if url.is_none() {
         http_only.iter().find(|k| has(k))
@@ -217,13 +251,19 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
         ["env", "cwd"].iter().find(|k| has(k))
     };
     if let Some(m) = misplaced {
-        let kind = if url.is_none() { "HTTP servers (--url)" } else { "stdio servers" };
+        let kind = if url.is_none() {
+            "HTTP servers (--url)"
+        } else {
+            "stdio servers"
+        };
         return o.err(&format!("--{m} only applies to {kind}."));
     }
     let mut entry = Map::new();
     if let Some(url) = url {
         entry.insert("url".into(), json!(url));
-        let Some(mut headers) = pairs("header", p.lists.get("header"), o) else { return 1 };
+        let Some(mut headers) = pairs("header", p.lists.get("header"), o) else {
+            return 1;
+        };
         if let Some(b) = p.values.get("bearer-token-env-var") {
             headers.insert("Authorization".into(), json!(format!("Bearer ${{{b}}}")));
         }
@@ -231,7 +271,10 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
             entry.insert("headers".into(), Value::Object(headers));
         }
         let mut oauth = Map::new();
-        for (opt, key) in [("oauth-client-id", "clientId"), ("oauth-client-secret", "clientSecret")] {
+        for (opt, key) in [
+            ("oauth-client-id", "clientId"),
+            ("oauth-client-secret", "clientSecret"),
+        ] {
             if let Some(v) = p.values.get(opt) {
                 oauth.insert(key.into(), json!(v));
             }
@@ -240,7 +283,10 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
             let n = pi_js::string_to_number(port);
             oauth.insert("callbackPort".into(), pi_js::json::js_number_value(n));
         }
-        for (opt, key) in [("oauth-client-name", "clientName"), ("oauth-client-registration", "clientRegistration")] {
+        for (opt, key) in [
+            ("oauth-client-name", "clientName"),
+            ("oauth-client-registration", "clientRegistration"),
+        ] {
             if let Some(v) = p.values.get(opt) {
                 oauth.insert(key.into(), json!(v));
             }
@@ -249,7 +295,9 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
             entry.insert("oauth".into(), Value::Object(oauth));
         }
     } else {
-        let Some(env) = pairs("env", p.lists.get("env"), o) else { return 1 };
+        let Some(env) = pairs("env", p.lists.get("env"), o) else {
+            return 1;
+        };
         entry.insert("command".into(), json!(command[0]));
         if command.len() > 1 {
             entry.insert("args".into(), json!(command[1..]));
@@ -271,14 +319,21 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
         Err(e) => return o.err(&e),
     };
     let project = p.flags.iter().any(|f| f == "local");
-    let path = if project { project_config.to_path_buf() } else { ctx.agent_dir.join("mcp.json") };
+    let path = if project {
+        project_config.to_path_buf()
+    } else {
+        ctx.agent_dir.join("mcp.json")
+    };
     let scope = if project { "project" } else { "global" };
     let replaced = match config::add_server(&path, &name, validated) {
         Ok(r) => r,
         Err(e) => return o.err(&format!("Could not update {}: {e}", path.display())),
     };
     let verb = if replaced { "Replaced" } else { "Added" };
-    o.out(&format!("{verb} {scope} MCP server \"{name}\" in {}.", path.display()));
+    o.out(&format!(
+        "{verb} {scope} MCP server \"{name}\" in {}.",
+        path.display()
+    ));
     if project && !ctx.project_trusted {
         o.out(&format!(
             "The project is not trusted, so {} is ignored until you start pi in the project and trust it.",
@@ -297,29 +352,48 @@ fn add(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutp
 }
 
 fn remove(args: &[String], project_config: &Path, ctx: &CliContext, o: &mut CliOutput) -> i32 {
-    let Some(p) = parse(args, &[("local", Kind::Flag)], usize::MAX, o) else { return 1 };
+    let Some(p) = parse(args, &[("local", Kind::Flag)], usize::MAX, o) else {
+        return 1;
+    };
     let [name] = p.positional.as_slice() else {
         return o.err(&format!("Usage: pi mcp remove <server> [-l]\n{HELP_HINT}"));
     };
     let project = p.flags.iter().any(|f| f == "local");
-    let path = if project { project_config.to_path_buf() } else { ctx.agent_dir.join("mcp.json") };
+    let path = if project {
+        project_config.to_path_buf()
+    } else {
+        ctx.agent_dir.join("mcp.json")
+    };
     let scope = if project { "project" } else { "global" };
     match config::remove_server(&path, name) {
         Err(e) => o.err(&format!("Could not update {}: {e}", path.display())),
         Ok(true) => {
-            o.out(&format!("Removed {scope} MCP server \"{name}\" from {}.", path.display()));
+            o.out(&format!(
+                "Removed {scope} MCP server \"{name}\" from {}.",
+                path.display()
+            ));
             0
         }
         Ok(false) => {
             let all = config::load(&ctx.agent_dir, &ctx.cwd, true);
-            let other = all.servers.iter().find(|s| &s.name == name && s.scope.as_str() != scope);
+            let other = all
+                .servers
+                .iter()
+                .find(|s| &s.name == name && s.scope.as_str() != scope);
             let hint = other
                 .map(|s| {
-                    let how = if s.scope.as_str() == "project" { "; use --local" } else { "; omit --local" };
+                    let how = if s.scope.as_str() == "project" {
+                        "; use --local"
+                    } else {
+                        "; omit --local"
+                    };
                     format!(" It is defined in {}{how}.", s.source)
                 })
                 .unwrap_or_default();
-            o.err(&format!("No {scope} MCP server named \"{name}\" in {}.{hint}", path.display()))
+            o.err(&format!(
+                "No {scope} MCP server named \"{name}\" in {}.{hint}",
+                path.display()
+            ))
         }
     }
 }
@@ -356,9 +430,13 @@ fn login_logout(
     } else {
         &[("local", Kind::Flag)]
     };
-    let Some(p) = parse(args, known, usize::MAX, o) else { return 1 };
+    let Some(p) = parse(args, known, usize::MAX, o) else {
+        return 1;
+    };
     let [name] = p.positional.as_slice() else {
-        return o.err(&format!("Usage: pi mcp {command} <server> [-l]\n{HELP_HINT}"));
+        return o.err(&format!(
+            "Usage: pi mcp {command} <server> [-l]\n{HELP_HINT}"
+        ));
     };
     let Some(entry) = loaded.servers.iter().find(|s| &s.name == name) else {
         let names: Vec<&str> = loaded.servers.iter().map(|s| s.name.as_str()).collect();
@@ -368,8 +446,14 @@ fn login_logout(
             .map(|s| format!(" Did you mean \"{s}\"?"))
             .unwrap_or_default();
         let note = note.map(|n| format!(" {n}")).unwrap_or_default();
-        let configured = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        return o.err(&format!("No MCP server named \"{name}\".{suggestion}{note} Configured: {configured}."));
+        let configured = if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        };
+        return o.err(&format!(
+            "No MCP server named \"{name}\".{suggestion}{note} Configured: {configured}."
+        ));
     };
     if p.flags.iter().any(|f| f == "local") && entry.scope.as_str() != "project" {
         return o.err(&format!(
@@ -377,7 +461,12 @@ fn login_logout(
             entry.source
         ));
     }
-    if let Some(provider) = entry.config.get("auth").and_then(|a| a.get("provider")).and_then(Value::as_str) {
+    if let Some(provider) = entry
+        .config
+        .get("auth")
+        .and_then(|a| a.get("provider"))
+        .and_then(Value::as_str)
+    {
         return o.err(&format!(
             "MCP server \"{name}\" uses the credentials of provider \"{provider}\". Run \"pi auth {command} {provider}\"."
         ));
@@ -410,7 +499,9 @@ async fn list(
     ctx: &CliContext,
     o: &mut CliOutput,
 ) -> i32 {
-    let Some(p) = parse(args, &[("json", Kind::Flag)], usize::MAX, o) else { return 1 };
+    let Some(p) = parse(args, &[("json", Kind::Flag)], usize::MAX, o) else {
+        return 1;
+    };
     if !p.positional.is_empty() {
         return o.err(&format!("Usage: pi mcp list [--json]\n{HELP_HINT}"));
     }
@@ -430,7 +521,9 @@ async fn list(
         }
     }
     let failed = !loaded.errors.is_empty()
-        || reports.iter().any(|r| r["enabled"] == json!(true) && r["state"] != json!("connected"));
+        || reports
+            .iter()
+            .any(|r| r["enabled"] == json!(true) && r["state"] != json!("connected"));
     let code = i32::from(failed);
     if json_out {
         let mut doc = json!({"servers": reports, "errors": loaded.errors});
@@ -448,13 +541,25 @@ async fn list(
     }
     for r in &reports {
         let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-        let tools: Vec<&str> = r["tools"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let tools: Vec<&str> = r["tools"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let state = match s("state") {
-            "connected" => format!("connected, {} tool{}", tools.len(), if tools.len() == 1 { "" } else { "s" }),
+            "connected" => format!(
+                "connected, {} tool{}",
+                tools.len(),
+                if tools.len() == 1 { "" } else { "s" }
+            ),
             "needs-auth" => "needs sign-in".into(),
             other => other.into(),
         };
-        o.out(&format!("{}: {state} ({}, {})", s("name"), s("exposure"), s("scope")));
+        o.out(&format!(
+            "{}: {state} ({}, {})",
+            s("name"),
+            s("exposure"),
+            s("scope")
+        ));
         o.out(&format!("  {}", s("transport")));
         if let Some(ov) = r.get("override").and_then(Value::as_str) {
             o.out(&format!("  project override: {ov}"));
@@ -465,9 +570,14 @@ async fn list(
         if !tools.is_empty() {
             let shown: Vec<String> = tools
                 .iter()
-                .map(|t| match r.pointer(&format!("/toolExposure/{t}")).and_then(Value::as_str) {
-                    Some(e) => format!("{t} [{e}]"),
-                    None => t.to_string(),
+                .map(|t| {
+                    match r
+                        .pointer(&format!("/toolExposure/{t}"))
+                        .and_then(Value::as_str)
+                    {
+                        Some(e) => format!("{t} [{e}]"),
+                        None => t.to_string(),
+                    }
                 })
                 .collect();
             o.out(&format!("  tools: {}", shown.join(", ")));
@@ -476,7 +586,10 @@ async fn list(
             o.out("  offers resources");
         }
         if let Some(e) = r.get("error").and_then(Value::as_str) {
-            o.out(&format!("  {}", e.split('\n').collect::<Vec<_>>().join("\n  ")));
+            o.out(&format!(
+                "  {}",
+                e.split('\n').collect::<Vec<_>>().join("\n  ")
+            ));
         }
     }
     for e in &loaded.errors {

@@ -17,8 +17,12 @@ use tokio_util::sync::CancellationToken;
 
 /// Pi's MCP protocol version and the ones it accepts from servers.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
-const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
-    [LATEST_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05"];
+const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = [
+    LATEST_PROTOCOL_VERSION,
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
 const MAX_STDERR_BYTES: usize = 64 * 1024;
 const STDIN_CLOSE_GRACE: Duration = Duration::from_millis(500);
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -39,6 +43,9 @@ pub enum McpError {
     Other(String),
 }
 
+/// Receives the params of each progress notification of one request.
+pub type ProgressSink = Arc<dyn Fn(&Value) + Send + Sync>;
+
 /// What the server sent that is not an answer to us.
 pub type NotificationSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
@@ -46,7 +53,7 @@ struct Pending {
     tx: oneshot::Sender<Result<Value, McpError>>,
     /// Re-arms the request's timeout (a progress notification arrived).
     progress: Arc<Notify>,
-    on_progress: Option<Arc<dyn Fn(&Value) + Send + Sync>>,
+    on_progress: Option<ProgressSink>,
 }
 
 /// How to start the server.
@@ -113,9 +120,12 @@ impl McpClient {
             // Its own group, so stopping it also stops what wrappers (npx, uvx) started.
             .process_group(0)
             .kill_on_drop(false);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| (McpError::Other(spawn_error(&params.command, &e)), String::new()))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            (
+                McpError::Other(spawn_error(&params.command, &e)),
+                String::new(),
+            )
+        })?;
         let pid = child.id();
         let (Some(mut stdin), Some(stdout), Some(mut stderr_pipe)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -223,8 +233,12 @@ impl McpClient {
             .await?;
         let valid = result.get("protocolVersion").is_some_and(Value::is_string)
             && result.get("capabilities").is_some_and(Value::is_object)
-            && result.pointer("/serverInfo/name").is_some_and(Value::is_string)
-            && result.pointer("/serverInfo/version").is_some_and(Value::is_string)
+            && result
+                .pointer("/serverInfo/name")
+                .is_some_and(Value::is_string)
+            && result
+                .pointer("/serverInfo/version")
+                .is_some_and(Value::is_string)
             && result.get("instructions").is_none_or(Value::is_string);
         if !valid {
             return Err(McpError::Rpc {
@@ -276,7 +290,7 @@ impl McpClient {
         method: &str,
         params: Option<Value>,
         cancel: Option<&CancellationToken>,
-        on_progress: Option<Arc<dyn Fn(&Value) + Send + Sync>>,
+        on_progress: Option<ProgressSink>,
     ) -> Result<Value, McpError> {
         if self.is_closed() {
             return Err(McpError::Closed);

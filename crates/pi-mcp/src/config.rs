@@ -154,7 +154,10 @@ impl ServerEntry {
     pub fn configured_exposures(&self) -> Vec<Exposure> {
         let mut out = vec![self.exposure()];
         if let Some(Value::Object(map)) = self.config.get("toolExposure") {
-            out.extend(map.values().filter_map(|v| v.as_str().and_then(Exposure::parse)));
+            out.extend(
+                map.values()
+                    .filter_map(|v| v.as_str().and_then(Exposure::parse)),
+            );
         }
         out
     }
@@ -189,8 +192,7 @@ pub fn pattern_matches(pattern: &str, name: &str) -> bool {
         return pattern == name;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last)
-    {
+    if !name.starts_with(first) || name.len() < first.len() + last.len() || !name.ends_with(last) {
         return false;
     }
     let mut rest = &name[first.len()..name.len() - last.len()];
@@ -403,7 +405,12 @@ pub fn validate(name: &str, raw: &Value) -> Result<(Map<String, Value>, Transpor
     if ty.and_then(Value::as_str) == Some("sse") {
         return fail("legacy SSE transport is not supported; use the streamable HTTP URL");
     }
-    let ty_is = |names: &[&str]| ty.is_none() || ty.and_then(Value::as_str).is_some_and(|t| names.contains(&t));
+    let ty_is = |names: &[&str]| {
+        ty.is_none()
+            || ty
+                .and_then(Value::as_str)
+                .is_some_and(|t| names.contains(&t))
+    };
     let transport = if let Some(url) = entry.get("url").and_then(Value::as_str)
         && ty_is(&["http", "streamable-http"])
     {
@@ -479,7 +486,10 @@ fn resolve_aliases(entry: &mut Map<String, Value>) {
 
 fn check_exposures(entry: &Map<String, Value>) -> Option<String> {
     let all = "\"codemode\", \"deferred\", \"direct\", \"hidden\"";
-    let valid = |v: &Value| v.as_str().is_some_and(|s| s != "codemode-deferred" && Exposure::parse(s).is_some());
+    let valid = |v: &Value| {
+        v.as_str()
+            .is_some_and(|s| s != "codemode-deferred" && Exposure::parse(s).is_some())
+    };
     if let Some(e) = entry.get("exposure")
         && !valid(e)
     {
@@ -502,7 +512,10 @@ fn url_host(url: &str) -> &str {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit('@').next().unwrap_or("");
     if host_port.starts_with('[') {
-        return host_port.split(']').next().map_or("", |h| &host_port[..h.len() + 1]);
+        return host_port
+            .split(']')
+            .next()
+            .map_or("", |h| &host_port[..h.len() + 1]);
     }
     host_port.split(':').next().unwrap_or("")
 }
@@ -565,9 +578,7 @@ fn check_oauth(value: Option<&Value>) -> Option<String> {
             }
         }
         Some(_) => {
-            return Some(
-                "oauth.clientRegistration must be \"auto\", \"dcr\", or \"cimd\"".into(),
-            );
+            return Some("oauth.clientRegistration must be \"auto\", \"dcr\", or \"cimd\"".into());
         }
     }
     None
@@ -594,7 +605,11 @@ fn read_for_edit(path: &Path) -> Result<(Map<String, Value>, Option<String>), St
 }
 
 /// Writes `parsed` back with the file's indentation (two spaces for a new file).
-fn write_edited(path: &Path, parsed: &Map<String, Value>, text: Option<&str>) -> Result<(), String> {
+fn write_edited(
+    path: &Path,
+    parsed: &Map<String, Value>,
+    text: Option<&str>,
+) -> Result<(), String> {
     let indent = text
         .and_then(|t| {
             t.lines().find_map(|l| {
@@ -680,8 +695,11 @@ mod tests {
             err("s", json!({"url": "ftp://x"})),
             "server \"s\": url must be an http or https URL"
         );
-        let (config, _) = validate("s", &json!({"command": "x", "exposure": "codemode-deferred"}))
-            .unwrap_or_default_for_test();
+        let (config, _) = validate(
+            "s",
+            &json!({"command": "x", "exposure": "codemode-deferred"}),
+        )
+        .unwrap_or_default_for_test();
         assert_eq!(config.get("exposure"), Some(&json!("codemode")));
     }
 
@@ -729,7 +747,7 @@ mod tests {
         std::fs::create_dir_all(&agent).ok();
         std::fs::write(
             agent.join("mcp.json"),
-            r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "v"}}, "b": {"url": "http://h/mcp"}, "a_": {"command": "y"}}}"#,
+            r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "v"}}, "b": {"url": "http://h/mcp"}, "x-y": {"command": "y"}, "x_y": {"command": "y"}}}"#,
         )
         .ok();
         std::fs::write(
@@ -739,7 +757,7 @@ mod tests {
         .ok();
         let c = load(&agent, &cwd, true);
         let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
+        assert_eq!(names, ["a", "b", "x-y"]);
         assert!(!c.servers[0].enabled());
         assert_eq!(c.servers[0].config.get("env"), Some(&json!({"K": "v"})));
         assert_eq!(c.servers[1].scope, Scope::Project);
@@ -749,8 +767,10 @@ mod tests {
         assert_eq!(
             c.errors,
             [
-                format!("{global}: server \"a_\" conflicts with \"a\""),
-                format!("{project}: server \"c\" needs \"command\" or \"url\", or a global server to override"),
+                format!("{global}: server \"x_y\" conflicts with \"x-y\""),
+                format!(
+                    "{project}: server \"c\" needs \"command\" or \"url\", or a global server to override"
+                ),
             ]
         );
         let untrusted = load(&agent, &cwd, false);
@@ -761,7 +781,11 @@ mod tests {
     fn edits_keep_other_content_and_indentation() {
         let dir = pi_test_support::TempDir::new();
         let path = dir.path().join("mcp.json");
-        std::fs::write(&path, "{\n\t\"other\": 1,\n\t\"mcpServers\": {\"x\": {\"url\": \"http://a\"}}\n}\n").ok();
+        std::fs::write(
+            &path,
+            "{\n\t\"other\": 1,\n\t\"mcpServers\": {\"x\": {\"url\": \"http://a\"}}\n}\n",
+        )
+        .ok();
         let mut c = Map::new();
         c.insert("command".into(), json!("npx"));
         assert_eq!(add_server(&path, "y", c), Ok(false));

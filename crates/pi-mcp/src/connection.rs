@@ -243,9 +243,10 @@ impl Connection {
             "uri": format!("file://{}", self.cwd.display()),
             "name": self.cwd.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
         }]);
-        let client = McpClient::connect_stdio(&params, self.entry.timeout_ms(), sink, roots, on_close)
-            .await
-            .map_err(|(e, tail)| (e.to_string(), tail))?;
+        let client =
+            McpClient::connect_stdio(&params, self.entry.timeout_ms(), sink, roots, on_close)
+                .await
+                .map_err(|(e, tail)| (e.to_string(), tail))?;
         let client = Arc::new(client);
         let tools = if client.info.capabilities.get("tools").is_some() {
             match list_tools(&client).await {
@@ -263,7 +264,10 @@ impl Connection {
             return Err(("shut down while connecting".into(), String::new()));
         }
         if client.is_closed() {
-            return Err(("connection closed during setup".into(), client.stderr_tail()));
+            return Err((
+                "connection closed during setup".into(),
+                client.stderr_tail(),
+            ));
         }
         {
             let mut inner = lock(&self.inner);
@@ -324,7 +328,11 @@ impl Connection {
             if inner.generation != generation || inner.client.is_none() {
                 return;
             }
-            let stderr = inner.client.take().map(|c| c.stderr_tail()).unwrap_or_default();
+            let stderr = inner
+                .client
+                .take()
+                .map(|c| c.stderr_tail())
+                .unwrap_or_default();
             inner.state = Some(State::Disconnected);
             let tail = tail_chars(&stderr, STDERR_TAIL_CHARS);
             let error = if tail.is_empty() {
@@ -345,7 +353,7 @@ impl Connection {
         name: &str,
         args: Value,
         cancel: &CancellationToken,
-        on_progress: Option<Arc<dyn Fn(&Value) + Send + Sync>>,
+        on_progress: Option<crate::client::ProgressSink>,
     ) -> Result<Value, String> {
         let client = self.client().await?;
         let result = client

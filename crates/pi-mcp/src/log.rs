@@ -17,7 +17,10 @@ pub struct ServerLog {
 
 /// One log line (with its newline); continuation lines are indented.
 pub fn format_line(server: &str, params: &Value, now_iso: &str) -> String {
-    let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
+    let level = params
+        .get("level")
+        .and_then(Value::as_str)
+        .unwrap_or("info");
     let logger = match params.get("logger").and_then(Value::as_str) {
         Some(l) if !l.is_empty() => format!(" {l}:"),
         _ => String::new(),
@@ -84,7 +87,11 @@ mod tests {
     fn lines_name_server_level_and_logger() {
         let t = "2026-01-01T00:00:00.000Z";
         assert_eq!(
-            format_line("s", &json!({"level": "warning", "logger": "db", "data": "a\nb"}), t),
+            format_line(
+                "s",
+                &json!({"level": "warning", "logger": "db", "data": "a\nb"}),
+                t
+            ),
             "2026-01-01T00:00:00.000Z [s] warning db: a\n    b\n"
         );
         assert_eq!(

@@ -87,7 +87,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-const USAGE: &str = "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]";
+const USAGE: &str =
+    "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]";
 
 impl McpManager {
     /// Reads `mcp.json` (global, and the project's when trusted); connects nothing yet.
@@ -232,8 +233,12 @@ impl McpManager {
                 inner.owners.insert(name.clone(), owner);
                 current.push(name.clone());
                 let exposure = entry.tool_exposure(tool_name);
-                let agent_tool: Arc<dyn AgentTool> =
-                    Arc::new(McpTool::new(name.clone(), &server, tool, Arc::clone(&source)));
+                let agent_tool: Arc<dyn AgentTool> = Arc::new(McpTool::new(
+                    name.clone(),
+                    &server,
+                    tool,
+                    Arc::clone(&source),
+                ));
                 let registered = McpToolEntry {
                     name: name.clone(),
                     exposure: exposure.tool_exposure(),
@@ -327,17 +332,30 @@ impl McpManager {
     }
 
     pub fn tool(&self, name: &str) -> Option<McpToolEntry> {
-        lock(&self.inner).tools.iter().find(|t| t.name == name).cloned()
+        lock(&self.inner)
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     /// The namespace of a server tool, for search and scripts: `(name, description, instructions)`.
     pub fn namespace_of(&self, tool: &str) -> Option<(String, Option<String>, Option<String>)> {
         let inner = lock(&self.inner);
-        let server = inner.tools.iter().find(|t| t.name == tool)?.server.clone()?;
+        let server = inner
+            .tools
+            .iter()
+            .find(|t| t.name == tool)?
+            .server
+            .clone()?;
         let s = inner.servers.iter().find(|s| s.entry.name == server)?;
         Some((
             naming::namespace(&server),
-            s.entry.description().map(pi_js::trim).filter(|d| !d.is_empty()).map(str::to_string),
+            s.entry
+                .description()
+                .map(pi_js::trim)
+                .filter(|d| !d.is_empty())
+                .map(str::to_string),
             s.conn.as_ref().and_then(|c| c.instructions()),
         ))
     }
@@ -417,7 +435,10 @@ impl McpManager {
     /// One notice for everything that needs the user after startup.
     fn report_problems(&self, only: Option<&[String]>) {
         let mut lines: Vec<String> = if only.is_none() {
-            self.config_errors.iter().map(|e| format!("config: {e}")).collect()
+            self.config_errors
+                .iter()
+                .map(|e| format!("config: {e}"))
+                .collect()
         } else {
             Vec::new()
         };
@@ -434,7 +455,11 @@ impl McpManager {
         if lines.is_empty() {
             return;
         }
-        let text = lines.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+        let text = lines
+            .iter()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         if let Some(host) = self.host() {
             host.notify(
                 format!("MCP servers need attention:\n{text}\nRun /mcp to fix."),
@@ -479,7 +504,9 @@ impl McpManager {
                 let error = match (&s.conn, state) {
                     (Some(c), st) if st != Some(State::Connected) => c
                         .error()
-                        .map(|e| format!("\n    {}", e.split('\n').collect::<Vec<_>>().join("\n    ")))
+                        .map(|e| {
+                            format!("\n    {}", e.split('\n').collect::<Vec<_>>().join("\n    "))
+                        })
                         .unwrap_or_default(),
                     _ => String::new(),
                 };
@@ -526,7 +553,9 @@ impl McpManager {
                 }
                 match candidates.iter().find(|(c, _)| c == n) {
                     Some((_, c)) => Arc::clone(c),
-                    None => return vec![("No enabled MCP server to reconnect.".into(), Notice::Error)],
+                    None => {
+                        return vec![("No enabled MCP server to reconnect.".into(), Notice::Error)];
+                    }
                 }
             }
             None => {
@@ -535,7 +564,9 @@ impl McpManager {
                     .filter(|(_, c)| matches!(c.state(), Some(State::Failed | State::Disconnected)))
                     .collect();
                 match (candidates.len(), preferred.len()) {
-                    (0, _) => return vec![("No enabled MCP server to reconnect.".into(), Notice::Info)],
+                    (0, _) => {
+                        return vec![("No enabled MCP server to reconnect.".into(), Notice::Info)];
+                    }
                     (1, _) => Arc::clone(&candidates[0].1),
                     (_, 1) => Arc::clone(&preferred[0].1),
                     // Choosing among several needs a dialog; name the server instead.
@@ -588,7 +619,11 @@ fn describe_state(s: &Server, with_error: bool) -> String {
         Some(State::Failed) => "failed".into(),
         Some(State::Connected) => {
             let n = conn.tools().len();
-            let res = if conn.has_resources() { " · resources" } else { "" };
+            let res = if conn.has_resources() {
+                " · resources"
+            } else {
+                ""
+            };
             format!("connected · {n} tool{}{res}", if n == 1 { "" } else { "s" })
         }
         Some(State::Connecting) => "connecting…".into(),
@@ -599,8 +634,16 @@ fn describe_state(s: &Server, with_error: bool) -> String {
 
 fn annotations(tool: &Value) -> Option<Value> {
     let mut out = serde_json::Map::new();
-    for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
-        if let Some(b) = tool.pointer(&format!("/annotations/{hint}")).filter(|v| v.is_boolean()) {
+    for hint in [
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+    ] {
+        if let Some(b) = tool
+            .pointer(&format!("/annotations/{hint}"))
+            .filter(|v| v.is_boolean())
+        {
             out.insert(hint.into(), b.clone());
         }
     }
@@ -633,11 +676,16 @@ impl ConnectionSource for Source {
             .conn
             .clone()
             .ok_or_else(|| format!("MCP server \"{server}\" is still starting."))?;
-        let offered = conn.tools().iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool));
+        let offered = conn
+            .tools()
+            .iter()
+            .any(|t| t.get("name").and_then(Value::as_str) == Some(tool));
         if s.entry.tool_exposure(tool) == Exposure::Hidden
             || (conn.state() == Some(State::Connected) && !offered)
         {
-            return Err(format!("MCP tool \"{server}/{tool}\" is no longer available."));
+            return Err(format!(
+                "MCP tool \"{server}/{tool}\" is no longer available."
+            ));
         }
         Ok(conn)
     }

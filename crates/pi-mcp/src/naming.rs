@@ -7,7 +7,13 @@ const MAX_TOOL_NAME_LENGTH: usize = 64;
 
 fn sanitize(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -35,7 +41,9 @@ pub fn server_summary(description: Option<&str>, instructions: Option<&str>) -> 
     fn pick(s: Option<&str>) -> Option<&str> {
         s.map(pi_js::trim).filter(|s| !s.is_empty())
     }
-    let text = pick(description).or_else(|| pick(instructions)).unwrap_or("");
+    let text = pick(description)
+        .or_else(|| pick(instructions))
+        .unwrap_or("");
     pi_js::trim(text.split('\n').next().unwrap_or("")).to_string()
 }
 
@@ -136,11 +144,17 @@ mod tests {
 
     #[test]
     fn names_are_sanitized_and_get_a_hash_suffix_when_taken_or_long() {
-        assert_eq!(tool_name("dev-radius", "search", |_| false), "mcp__dev_radius__search");
+        assert_eq!(
+            tool_name("dev-radius", "search", |_| false),
+            "mcp__dev_radius__search"
+        );
         assert_eq!(tool_name("s", "a.b c", |_| false), "mcp__s__a_b_c");
         // Node: createHash("sha256").update("s\0a-b").digest("hex").slice(0, 8)
         let taken = tool_name("s", "a-b", |_| true);
-        assert_eq!(taken, format!("mcp__s__a_b_{}", &hex(&sha256(b"s\0a-b"))[..8]));
+        assert_eq!(
+            taken,
+            format!("mcp__s__a_b_{}", &hex(&sha256(b"s\0a-b"))[..8])
+        );
         let long = tool_name("srv", &"x".repeat(80), |_| false);
         assert_eq!(long.len(), 64);
         assert!(long.starts_with("mcp__srv__xxx"));

@@ -44,32 +44,42 @@ fn list_parameters() -> Value {
 
 /// The three tools, sharing one view of the servers.
 pub fn resource_tools(servers: Arc<dyn ResourceServers>) -> Vec<Arc<dyn AgentTool>> {
-    let make = |kind: Kind, name: &str, description: &str, parameters: Value| -> Arc<dyn AgentTool> {
-        Arc::new(ResourceTool {
-            kind,
-            declaration: Tool {
-                name: name.into(),
-                description: description.into(),
-                parameters,
-                constrained_sampling: None,
-                rest: Default::default(),
-            },
-            servers: Arc::clone(&servers),
-        })
-    };
+    let make =
+        |kind: Kind, name: &str, description: &str, parameters: Value| -> Arc<dyn AgentTool> {
+            Arc::new(ResourceTool {
+                kind,
+                declaration: Tool {
+                    name: name.into(),
+                    description: description.into(),
+                    parameters,
+                    constrained_sampling: None,
+                    rest: Default::default(),
+                },
+                servers: Arc::clone(&servers),
+            })
+        };
     vec![
-        make(Kind::Resources, LIST_RESOURCES,
+        make(
+            Kind::Resources,
+            LIST_RESOURCES,
             "Lists resources provided by MCP servers, such as files, database schemas, or application data, as JSON. Prefer resources over web search when they cover the question.",
-            list_parameters()),
-        make(Kind::Templates, LIST_TEMPLATES,
+            list_parameters(),
+        ),
+        make(
+            Kind::Templates,
+            LIST_TEMPLATES,
             "Lists the URI templates of resources MCP servers can produce from parameters, as JSON.",
-            list_parameters()),
-        make(Kind::Read, READ_RESOURCE,
+            list_parameters(),
+        ),
+        make(
+            Kind::Read,
+            READ_RESOURCE,
             "Reads one resource of an MCP server by server name and URI.",
             json!({"type": "object", "properties": {
                 "server": {"type": "string", "description": "MCP server name exactly as configured. Must match the 'server' field returned by list_mcp_resources."},
                 "uri": {"type": "string", "description": "Resource URI to read. Must be one of the URIs returned by list_mcp_resources."}
-            }, "required": ["server", "uri"], "additionalProperties": false})),
+            }, "required": ["server", "uri"], "additionalProperties": false}),
+        ),
     ]
 }
 
@@ -88,8 +98,15 @@ fn is_app_resource(item: &Value) -> bool {
         .and_then(Value::as_str)
         .unwrap_or("");
     let mime = item.get("mimeType").and_then(Value::as_str).unwrap_or("");
-    uri.starts_with("ui://") || mime.to_lowercase().replace(' ', "").contains("profile=mcp-app")
-        || mime.to_lowercase().replace(' ', "").contains("profile=\"mcp-app\"")
+    uri.starts_with("ui://")
+        || mime
+            .to_lowercase()
+            .replace(' ', "")
+            .contains("profile=mcp-app")
+        || mime
+            .to_lowercase()
+            .replace(' ', "")
+            .contains("profile=\"mcp-app\"")
 }
 
 fn listed(server: &str, item: &Value, name_key: &str) -> Value {
@@ -130,12 +147,19 @@ impl ResourceTool {
         } else {
             format!(". Servers with resources: {}", available.join(", "))
         };
-        Err(ToolError(format!("MCP server \"{name}\" has no resources{hint}")))
+        Err(ToolError(format!(
+            "MCP server \"{name}\" has no resources{hint}"
+        )))
     }
 
     async fn list(&self, args: Map<String, Value>) -> Result<AgentToolResult, ToolError> {
         let (method, key, name_key, tool) = match self.kind {
-            Kind::Templates => ("resources/templates/list", "resourceTemplates", "uriTemplate", LIST_TEMPLATES),
+            Kind::Templates => (
+                "resources/templates/list",
+                "resourceTemplates",
+                "uriTemplate",
+                LIST_TEMPLATES,
+            ),
             _ => ("resources/list", "resources", "uri", LIST_RESOURCES),
         };
         let server = string_arg(&args, "server")?;
@@ -146,22 +170,38 @@ impl ResourceTool {
                 .request(method, cursor.map(|c| json!({"cursor": c})))
                 .await;
             let page = match page {
-                Err(e) if matches!(self.kind, Kind::Templates) && e.starts_with("Method not found") => json!({}),
+                Err(e)
+                    if matches!(self.kind, Kind::Templates)
+                        && e.starts_with("Method not found") =>
+                {
+                    json!({})
+                }
                 other => other.map_err(ToolError)?,
             };
             let items: Vec<Value> = page
                 .get(key)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter(|i| !is_app_resource(i)).map(|i| listed(name, i, name_key)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter(|i| !is_app_resource(i))
+                        .map(|i| listed(name, i, name_key))
+                        .collect()
+                })
                 .unwrap_or_default();
             let mut payload = json!({"server": name, key: items});
-            if let Some(c) = page.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+            if let Some(c) = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+            {
                 payload["nextCursor"] = json!(c);
             }
             return Ok(json_result(tool, Some(name), payload));
         }
         if cursor.is_some() {
-            return Err(ToolError("cursor can only be used when a server is specified".into()));
+            return Err(ToolError(
+                "cursor can only be used when a server is specified".into(),
+            ));
         }
         let mut servers = self.servers.resource_servers();
         servers.sort_by(|a, b| pi_js::locale_compare(a.name(), b.name()));
@@ -169,12 +209,21 @@ impl ResourceTool {
         let mut errors = Vec::new();
         for conn in servers {
             let result = match conn.client().await {
-                Ok(client) => client.list_all(method, key).await.map_err(|e| e.to_string()),
+                Ok(client) => client
+                    .list_all(method, key)
+                    .await
+                    .map_err(|e| e.to_string()),
                 Err(e) => Err(e),
             };
             match result {
-                Ok(list) => items.extend(list.iter().filter(|i| !is_app_resource(i)).map(|i| listed(conn.name(), i, name_key))),
-                Err(e) if matches!(self.kind, Kind::Templates) && e.starts_with("Method not found") => {}
+                Ok(list) => items.extend(
+                    list.iter()
+                        .filter(|i| !is_app_resource(i))
+                        .map(|i| listed(conn.name(), i, name_key)),
+                ),
+                Err(e)
+                    if matches!(self.kind, Kind::Templates)
+                        && e.starts_with("Method not found") => {}
                 Err(e) => errors.push(json!({"server": conn.name(), "error": e})),
             }
         }
@@ -186,32 +235,56 @@ impl ResourceTool {
     }
 
     async fn read(&self, args: Map<String, Value>) -> Result<AgentToolResult, ToolError> {
-        let server = string_arg(&args, "server")?.ok_or_else(|| ToolError("server must be provided".into()))?;
-        let uri = string_arg(&args, "uri")?.ok_or_else(|| ToolError("uri must be provided".into()))?;
+        let server = string_arg(&args, "server")?
+            .ok_or_else(|| ToolError("server must be provided".into()))?;
+        let uri =
+            string_arg(&args, "uri")?.ok_or_else(|| ToolError("uri must be provided".into()))?;
         let conn = self.find(&server)?;
         let result = conn
             .request("resources/read", Some(json!({"uri": uri})))
             .await
             .map_err(ToolError)?;
-        let contents = result.get("contents").and_then(Value::as_array).cloned().unwrap_or_default();
+        let contents = result
+            .get("contents")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let mut content = Vec::new();
         for c in &contents {
             let s = |k: &str| c.get(k).and_then(Value::as_str);
             if contents.len() > 1 {
-                content.push(UserBlock::Text(TextContent::new(format!("{}:", s("uri").unwrap_or("")))));
+                content.push(UserBlock::Text(TextContent::new(format!(
+                    "{}:",
+                    s("uri").unwrap_or("")
+                ))));
             }
             if let Some(t) = s("text") {
                 content.push(UserBlock::Text(TextContent::new(t)));
             } else if let Some(blob) = s("blob") {
                 let mime = s("mimeType");
                 if mime.is_some_and(|m| m.starts_with("image/")) {
-                    content.push(UserBlock::Image(ImageContent { data: blob.into(), mime_type: mime.unwrap_or("").into() }));
+                    content.push(UserBlock::Image(ImageContent {
+                        data: blob.into(),
+                        mime_type: mime.unwrap_or("").into(),
+                    }));
                 } else {
-                    let data = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, blob).unwrap_or_default();
-                    let kind = format!("{}, {}", mime.unwrap_or("unknown type"), crate::tool::format_size(data.len() as u64));
+                    let data =
+                        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, blob)
+                            .unwrap_or_default();
+                    let kind = format!(
+                        "{}, {}",
+                        mime.unwrap_or("unknown type"),
+                        crate::tool::format_size(data.len() as u64)
+                    );
                     let text = match write_output_file("pi-mcp", ".bin", &data) {
-                        Ok(p) => format!("[Binary resource {} ({kind}) saved to {p}]", s("uri").unwrap_or("")),
-                        Err(e) => format!("[Binary resource {} ({kind}) could not be saved: {e}]", s("uri").unwrap_or("")),
+                        Ok(p) => format!(
+                            "[Binary resource {} ({kind}) saved to {p}]",
+                            s("uri").unwrap_or("")
+                        ),
+                        Err(e) => format!(
+                            "[Binary resource {} ({kind}) could not be saved: {e}]",
+                            s("uri").unwrap_or("")
+                        ),
                     };
                     content.push(UserBlock::Text(TextContent::new(text)));
                 }

@@ -41,7 +41,13 @@ pub fn render(servers: &[SectionServer]) -> Option<String> {
     }
     let reaches: Vec<&str> = servers
         .iter()
-        .map(|s| if s.codemode { "codemode" } else { "tool_search" })
+        .map(|s| {
+            if s.codemode {
+                "codemode"
+            } else {
+                "tool_search"
+            }
+        })
         .collect();
     let mut intro = String::from("MCP servers whose tools are not declared to you.");
     if reaches.contains(&"codemode") {
@@ -60,7 +66,9 @@ pub fn render(servers: &[SectionServer]) -> Option<String> {
             return Vec::new();
         }
         let plural = if count == 1 { "" } else { "s" };
-        vec![format!("- … {count} more server{plural}; find their tools with searchTools()")]
+        vec![format!(
+            "- … {count} more server{plural}; find their tools with searchTools()"
+        )]
     };
     let size = |kept: usize| -> usize {
         let mut parts = vec![intro.clone()];
@@ -72,12 +80,13 @@ pub fn render(servers: &[SectionServer]) -> Option<String> {
     while kept > 0 && size(kept) > MAX_SERVERS_SECTION_CHARS {
         kept -= 1;
     }
-    let per_server = if kept == 0 {
-        0
-    } else {
-        let room = (MAX_SERVERS_SECTION_CHARS.saturating_sub(size(kept)) / kept) as i64 - 2;
-        room.clamp(0, MAX_SERVER_DESCRIPTION_CHARS as i64) as usize
-    };
+    // Room per kept server, less the ": " before its summary.
+    let per_server = MAX_SERVERS_SECTION_CHARS
+        .saturating_sub(size(kept))
+        .checked_div(kept)
+        .map_or(0, |room| {
+            room.saturating_sub(2).min(MAX_SERVER_DESCRIPTION_CHARS)
+        });
     let mut lines = vec![intro.clone()];
     for (s, head) in servers.iter().zip(&heads).take(kept) {
         let summary = if per_server > 0 {
@@ -102,19 +111,33 @@ mod tests {
     #[test]
     fn the_section_explains_only_the_ways_in_use() {
         let servers = [
-            SectionServer { name: "dev-radius".into(), codemode: true, summary: "Radius tools".into() },
-            SectionServer { name: "gh".into(), codemode: false, summary: String::new() },
+            SectionServer {
+                name: "dev-radius".into(),
+                codemode: true,
+                summary: "Radius tools".into(),
+            },
+            SectionServer {
+                name: "gh".into(),
+                codemode: false,
+                summary: String::new(),
+            },
         ];
         assert_eq!(
             render(&servers).as_deref(),
-            Some("MCP servers whose tools are not declared to you. Call the tools of `codemode` servers from codemode scripts. Load the tools of `tool_search` servers with `tool_search`.\n- mcp__dev_radius (codemode): Radius tools\n- mcp__gh (tool_search)")
+            Some(
+                "MCP servers whose tools are not declared to you. Call the tools of `codemode` servers from codemode scripts. Load the tools of `tool_search` servers with `tool_search`.\n- mcp__dev_radius (codemode): Radius tools\n- mcp__gh (tool_search)"
+            )
         );
         assert_eq!(render(&[]), None);
     }
 
     #[test]
     fn long_summaries_are_cut_to_250_characters() {
-        let servers = [SectionServer { name: "a".into(), codemode: true, summary: "x".repeat(400) }];
+        let servers = [SectionServer {
+            name: "a".into(),
+            codemode: true,
+            summary: "x".repeat(400),
+        }];
         let text = render(&servers).unwrap_or_default();
         let line = text.lines().nth(1).unwrap_or("");
         assert_eq!(line.chars().count(), "- mcp__a (codemode): ".len() + 250);

@@ -61,8 +61,17 @@ pub fn tool_description(server: &str, tool: &Value) -> String {
 }
 
 impl McpTool {
-    pub fn new(name: String, server: &str, tool: &Value, source: Arc<dyn ConnectionSource>) -> McpTool {
-        let tool_name = tool.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+    pub fn new(
+        name: String,
+        server: &str,
+        tool: &Value,
+        source: Arc<dyn ConnectionSource>,
+    ) -> McpTool {
+        let tool_name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         McpTool {
             declaration: Tool {
                 name,
@@ -84,7 +93,11 @@ impl AgentTool for McpTool {
     }
 
     fn execute(&self, inv: ToolInvocation) -> ToolFuture {
-        let (server, tool, source) = (self.server.clone(), self.tool.clone(), Arc::clone(&self.source));
+        let (server, tool, source) = (
+            self.server.clone(),
+            self.tool.clone(),
+            Arc::clone(&self.source),
+        );
         Box::pin(async move {
             let conn = source.connection_for(&server, &tool).map_err(ToolError)?;
             let updates = inv.updates.clone();
@@ -99,7 +112,10 @@ impl AgentTool for McpTool {
                     .and_then(Value::as_str)
                     .map(str::to_string)
                     .unwrap_or_else(|| {
-                        format!("Progress {}{total}", js_number(p.get("progress").unwrap_or(&Value::Null)))
+                        format!(
+                            "Progress {}{total}",
+                            js_number(p.get("progress").unwrap_or(&Value::Null))
+                        )
                     });
                 let mut r = AgentToolResult::new(vec![UserBlock::Text(TextContent::new(text))]);
                 r.details = Some(json!({"server": s, "tool": t}));
@@ -129,7 +145,10 @@ fn block_to_content(server: &str, block: &Value, readable: bool) -> UserBlock {
     let text = |t: String| UserBlock::Text(TextContent::new(t));
     match s("type") {
         "text" => text(s("text").to_string()),
-        "image" => UserBlock::Image(ImageContent { data: s("data").into(), mime_type: s("mimeType").into() }),
+        "image" => UserBlock::Image(ImageContent {
+            data: s("data").into(),
+            mime_type: s("mimeType").into(),
+        }),
         "audio" => text(format!("[audio {} omitted]", s("mimeType"))),
         "resource_link" => {
             let mut details = Vec::new();
@@ -158,7 +177,10 @@ fn block_to_content(server: &str, block: &Value, readable: bool) -> UserBlock {
             } else {
                 format!(" ({})", details.join(", "))
             };
-            text(format!("[Resource {} \"{title}\"{details}{description}{read}]", s("uri")))
+            text(format!(
+                "[Resource {} \"{title}\"{details}{description}{read}]",
+                s("uri")
+            ))
         }
         "resource" => {
             let r = block.get("resource").cloned().unwrap_or(Value::Null);
@@ -256,7 +278,8 @@ fn limit_content(content: Vec<UserBlock>) -> (Vec<UserBlock>, Option<String>) {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let Some((cut, total_bytes, total_lines)) = truncate_middle(&combined, MCP_OUTPUT_MAX_BYTES) else {
+    let Some((cut, total_bytes, total_lines)) = truncate_middle(&combined, MCP_OUTPUT_MAX_BYTES)
+    else {
         return (content, None);
     };
     let (path, where_) = match write_output_file("pi-mcp", ".txt", combined.as_bytes()) {
@@ -271,7 +294,11 @@ fn limit_content(content: Vec<UserBlock>) -> (Vec<UserBlock>, Option<String>) {
         "Warning: truncated output (original token count: {tokens})\nTotal output lines: {total_lines}\n\n{cut}{where_}"
     );
     let mut out = vec![UserBlock::Text(TextContent::new(text))];
-    out.extend(content.into_iter().filter(|b| matches!(b, UserBlock::Image(_))));
+    out.extend(
+        content
+            .into_iter()
+            .filter(|b| matches!(b, UserBlock::Image(_))),
+    );
     (out, path)
 }
 
@@ -292,7 +319,11 @@ fn truncate_middle(text: &str, max: usize) -> Option<(String, usize, usize)> {
     let removed = text[head_end..tail_start].chars().count();
     let lines = text.split('\n').count() - usize::from(text.ends_with('\n'));
     Some((
-        format!("{}…{removed} chars truncated…{}", &text[..head_end], &text[tail_start..]),
+        format!(
+            "{}…{removed} chars truncated…{}",
+            &text[..head_end],
+            &text[tail_start..]
+        ),
         bytes,
         lines,
     ))
@@ -338,7 +369,12 @@ mod tests {
                 "details": {"server": "s", "tool": "t"},
                 "structuredContent": {"content": [], "isError": true}, "isError": true})
         );
-        let r = convert_result("s", "t", json!({"content": [], "structuredContent": {"a": 1}}), false);
+        let r = convert_result(
+            "s",
+            "t",
+            json!({"content": [], "structuredContent": {"a": 1}}),
+            false,
+        );
         let v = serde_json::to_value(&r).unwrap_or_default();
         assert_eq!(v["content"][0]["text"], json!("{\n  \"a\": 1\n}"));
     }
@@ -346,19 +382,32 @@ mod tests {
     #[test]
     fn long_text_is_cut_in_the_middle_and_saved() {
         let long = "x".repeat(30_000);
-        let r = convert_result("s", "t", json!({"content": [{"type": "text", "text": long}]}), false);
+        let r = convert_result(
+            "s",
+            "t",
+            json!({"content": [{"type": "text", "text": long}]}),
+            false,
+        );
         let v = serde_json::to_value(&r).unwrap_or_default();
         let text = v["content"][0]["text"].as_str().unwrap_or("");
-        assert!(text.starts_with("Warning: truncated output (original token count: 7500)\nTotal output lines: 1\n\n"));
+        assert!(text.starts_with(
+            "Warning: truncated output (original token count: 7500)\nTotal output lines: 1\n\n"
+        ));
         assert!(text.contains("…9520 chars truncated…"), "{text}");
         let path = v["details"]["fullOutputPath"].as_str().unwrap_or("");
-        assert_eq!(std::fs::read_to_string(path).map(|s| s.len()).unwrap_or(0), 30_000);
+        assert_eq!(
+            std::fs::read_to_string(path).map(|s| s.len()).unwrap_or(0),
+            30_000
+        );
         let _ = std::fs::remove_file(path);
     }
 
     #[test]
     fn schemas_become_object_schemas() {
-        assert_eq!(normalize_input_schema(&json!({"type": "object"})), json!({"type": "object", "properties": {}}));
+        assert_eq!(
+            normalize_input_schema(&json!({"type": "object"})),
+            json!({"type": "object", "properties": {}})
+        );
         assert_eq!(
             normalize_input_schema(&json!({"properties": {"a": {}}, "required": ["a"]})),
             json!({"properties": {"a": {}}, "required": ["a"], "type": "object"})

@@ -43,7 +43,11 @@ fn stem(term: &str) -> String {
     if n > 4 && term.ends_with("ies") {
         return format!("{}y", &term[..n - 3]);
     }
-    if n > 4 && ["ches", "shes", "sses", "xes", "zes"].iter().any(|s| term.ends_with(s)) {
+    if n > 4
+        && ["ches", "shes", "sses", "xes", "zes"]
+            .iter()
+            .any(|s| term.ends_with(s))
+    {
         return term[..n - 2].to_string();
     }
     if n > 3 && term.ends_with('s') && !term.ends_with("ss") {
@@ -115,7 +119,13 @@ fn normalize_name(name: &str) -> String {
     pi_js::trim(name)
         .to_lowercase()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '$' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -182,7 +192,11 @@ pub fn rank(query: &str, docs: &[SearchDoc], limit: usize) -> Vec<(String, f64)>
         .map(|t| {
             let f = indexed
                 .iter()
-                .filter(|d| d.name_terms.contains(t) || d.counts.contains_key(t) || d.namespace_terms.contains(t))
+                .filter(|d| {
+                    d.name_terms.contains(t)
+                        || d.counts.contains_key(t)
+                        || d.namespace_terms.contains(t)
+                })
                 .count() as f64;
             (t, (1.0 + (n - f + 0.5) / (f + 0.5)).ln())
         })
@@ -197,7 +211,11 @@ pub fn rank(query: &str, docs: &[SearchDoc], limit: usize) -> Vec<(String, f64)>
         for t in &terms {
             let count = *d.counts.get(t).unwrap_or(&0) as f64;
             let weight = if d.name_terms.contains(t) { 3.0 } else { 0.0 }
-                + if d.namespace_terms.contains(t) { 0.5 } else { 0.0 }
+                + if d.namespace_terms.contains(t) {
+                    0.5
+                } else {
+                    0.0
+                }
                 + (count * (k1 + 1.0)) / (count + norm);
             if weight > 0.0 {
                 covered += 1;
@@ -220,7 +238,11 @@ pub fn rank(query: &str, docs: &[SearchDoc], limit: usize) -> Vec<(String, f64)>
             .then(b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal))
             .then(a.4.cmp(&b.4))
     });
-    matches.into_iter().take(limit).map(|m| (m.0, m.1)).collect()
+    matches
+        .into_iter()
+        .take(limit)
+        .map(|m| (m.0, m.1))
+        .collect()
 }
 
 pub struct ToolSearchTool {
@@ -291,7 +313,11 @@ impl AgentTool for ToolSearchTool {
                 let lines: Vec<String> = loaded
                     .iter()
                     .map(|(n, d)| {
-                        let first = pi_js::trim(d).split('\n').next().unwrap_or("").trim_end_matches('\r');
+                        let first = pi_js::trim(d)
+                            .split('\n')
+                            .next()
+                            .unwrap_or("")
+                            .trim_end_matches('\r');
                         format!("- {n}: {first}")
                     })
                     .collect();
@@ -329,8 +355,15 @@ mod tests {
 
     #[test]
     fn tokens_split_identifiers_and_drop_stop_words() {
-        assert_eq!(tokenize("getHTTPResponse for the issues"), ["get", "http", "response", "issue"]);
-        assert_eq!(tokenize("mcp__dev_radius__searches"), ["mcp", "dev", "radius", "search"]);
+        assert_eq!(
+            tokenize("getHTTPResponse for the issues"),
+            ["get", "http", "response", "issue"]
+        );
+        // The naive singular form cuts any final `s`, as Pi's does.
+        assert_eq!(
+            tokenize("mcp__dev_radius__searches"),
+            ["mcp", "dev", "radiu", "search"]
+        );
     }
 
     #[test]
@@ -340,7 +373,12 @@ mod tests {
             doc("mcp__s__echo", "Echoes the text back"),
             doc("mcp__s__get_item", "Gets one item by id"),
         ];
-        let names = |q: &str| rank(q, &docs, 8).into_iter().map(|r| r.0).collect::<Vec<_>>();
+        let names = |q: &str| {
+            rank(q, &docs, 8)
+                .into_iter()
+                .map(|r| r.0)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(names("echo text")[0], "mcp__s__echo");
         assert_eq!(names("get_item")[0], "mcp__s__get_item");
         assert!(names("zebra").is_empty());

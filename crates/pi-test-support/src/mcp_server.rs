@@ -179,9 +179,7 @@ fn call_tool(params: &Value, _id: &Value, out: &mut impl Write) -> Handled {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     match name {
-        "echo" => Handled::Result(text(
-            args.get("text").and_then(Value::as_str).unwrap_or(""),
-        )),
+        "echo" => Handled::Result(text(args.get("text").and_then(Value::as_str).unwrap_or(""))),
         "add" => {
             let a = args.get("a").and_then(Value::as_f64).unwrap_or(0.0);
             let b = args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
@@ -199,17 +197,18 @@ fn call_tool(params: &Value, _id: &Value, out: &mut impl Write) -> Handled {
         "list_items" => Handled::Result(text(items().to_string())),
         "get_item" => {
             let id = args.get("id").and_then(Value::as_f64);
-            let found = items()
-                .as_array()
-                .and_then(|a| {
-                    a.iter()
-                        .find(|i| i.get("id").and_then(Value::as_f64) == id)
-                        .cloned()
-                });
+            let found = items().as_array().and_then(|a| {
+                a.iter()
+                    .find(|i| i.get("id").and_then(Value::as_f64) == id)
+                    .cloned()
+            });
             match found {
                 Some(item) => Handled::Result(text(item.to_string())),
                 None => {
-                    let mut r = text(format!("no item {}", args.get("id").unwrap_or(&Value::Null)));
+                    let mut r = text(format!(
+                        "no item {}",
+                        args.get("id").unwrap_or(&Value::Null)
+                    ));
                     r["isError"] = json!(true);
                     Handled::Result(r)
                 }
@@ -236,6 +235,12 @@ fn call_tool(params: &Value, _id: &Value, out: &mut impl Write) -> Handled {
 /// The `mcp-test-server` binary beside the running executable (`target/<profile>/`, or its
 /// parent for test binaries in `deps/`), built with cargo when missing.
 pub fn binary_path() -> Result<std::path::PathBuf, String> {
+    static FOUND: std::sync::OnceLock<Result<std::path::PathBuf, String>> =
+        std::sync::OnceLock::new();
+    FOUND.get_or_init(find_or_build).clone()
+}
+
+fn find_or_build() -> Result<std::path::PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let name = format!("mcp-test-server{}", std::env::consts::EXE_SUFFIX);
     let mut dirs = Vec::new();
@@ -245,16 +250,32 @@ pub fn binary_path() -> Result<std::path::PathBuf, String> {
             dirs.push(p.to_path_buf());
         }
     }
+    let own_target = dirs
+        .last()
+        .cloned()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("mcp-test-server-build");
+    dirs.push(own_target.join("debug"));
     for d in &dirs {
         let p = d.join(&name);
         if p.is_file() {
             return Ok(p);
         }
     }
-    // Only a test run of one package (`cargo test -p x`) gets here: build the server once.
+    // Only a test run of one package (`cargo test -p x`) gets here. The running cargo holds the
+    // lock of the workspace's target dir, so the server is built into a target dir of its own.
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "-q", "--manifest-path", manifest, "--bin", "mcp-test-server"])
+        .args([
+            "build",
+            "-q",
+            "--manifest-path",
+            manifest,
+            "--bin",
+            "mcp-test-server",
+        ])
+        .arg("--target-dir")
+        .arg(&own_target)
         .status()
         .map_err(|e| format!("cargo build mcp-test-server: {e}"))?;
     if !status.success() {

@@ -119,7 +119,9 @@ impl McpTools {
             }),
             TOOL_SEARCH_TOOL_NAME if ours => Some(ToolPrompt {
                 name: name.into(),
-                snippet: Some("Search for tools that are not loaded yet and load the matches".into()),
+                snippet: Some(
+                    "Search for tools that are not loaded yet and load the matches".into(),
+                ),
                 guidelines: Vec::new(),
             }),
             _ => self.manager.get()?.tool(name).map(|_| ToolPrompt {
@@ -184,7 +186,8 @@ impl Core {
                 builtin.push(Arc::new(codemode::CodemodeTool::default()));
             }
             if has("builtin:tool-search") && !taken(TOOL_SEARCH_TOOL_NAME) {
-                let host: Weak<dyn ToolSearchHost> = Arc::downgrade(self) as Weak<dyn ToolSearchHost>;
+                let host: Weak<dyn ToolSearchHost> =
+                    Arc::downgrade(self) as Weak<dyn ToolSearchHost>;
                 builtin.push(pi_mcp::tool_search::tool(host));
             }
         }
@@ -195,7 +198,11 @@ impl Core {
         }
         let (cwd, agent_dir, trusted) = {
             let res = lock(&self.res);
-            (res.cwd.clone(), self.env.agent_dir.clone(), res.project_trusted)
+            (
+                res.cwd.clone(),
+                self.env.agent_dir.clone(),
+                res.project_trusted,
+            )
         };
         let manager = McpManager::load(&agent_dir, &cwd, trusted);
         let _ = catalog.mcp.manager.set(Arc::clone(&manager));
@@ -220,11 +227,12 @@ impl Core {
             out.push(TOOL_SEARCH_TOOL_NAME.to_string());
         }
         if out.is_empty() {
-            let reason = if codemode && registered(CODEMODE_TOOL_NAME) && !manager.auto_enable_codemode {
-                " (autoEnableCodemode is false)"
-            } else {
-                ""
-            };
+            let reason =
+                if codemode && registered(CODEMODE_TOOL_NAME) && !manager.auto_enable_codemode {
+                    " (autoEnableCodemode is false)"
+                } else {
+                    ""
+                };
             self.notify(
                 format!("MCP tools are only reachable from the codemode or tool_search tool, but neither is active{reason}; they cannot be called."),
                 Notice::Warning,

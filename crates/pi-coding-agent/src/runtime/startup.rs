@@ -539,10 +539,8 @@ fn assemble(
     } else {
         core.start_mcp(&builtin_extensions, args.no_mcp);
     }
-    let tools: Vec<Arc<dyn pi_agent::AgentTool>> = names
-        .iter()
-        .filter_map(|n| core.tools.get(n))
-        .collect();
+    let tools: Vec<Arc<dyn pi_agent::AgentTool>> =
+        names.iter().filter_map(|n| core.tools.get(n)).collect();
     let config = AgentConfig {
         stream_fn: Arc::new(pi_ai::stream),
         convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {

@@ -259,7 +259,8 @@ fn with_mcp_server(content: &FileContent) -> Result<Vec<u8>, String> {
     match content {
         FileContent::Text(t) if t.contains("${MCP_SERVER}") => {
             let path = crate::mcp_server::binary_path()?;
-            Ok(t.replace("${MCP_SERVER}", &path.display().to_string()).into_bytes())
+            Ok(t.replace("${MCP_SERVER}", &path.display().to_string())
+                .into_bytes())
         }
         other => other.bytes(),
     }
