@@ -39,6 +39,13 @@ pub enum McpError {
     Timeout(u64),
     #[error("MCP request aborted")]
     Aborted,
+    /// An HTTP status or network failure of a streamable-HTTP server (`transient`: worth
+    /// another attempt at connecting).
+    #[error("{message}")]
+    Http {
+        status: Option<u16>,
+        message: String,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -46,11 +53,13 @@ pub enum McpError {
 /// Receives the params of each progress notification of one request.
 pub type ProgressSink = Arc<dyn Fn(&Value) + Send + Sync>;
 
+pub(crate) type PendingMap = Arc<Mutex<HashMap<u64, Pending>>>;
+
 /// What the server sent that is not an answer to us.
 pub type NotificationSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
-struct Pending {
-    tx: oneshot::Sender<Result<Value, McpError>>,
+pub(crate) struct Pending {
+    pub(crate) tx: oneshot::Sender<Result<Value, McpError>>,
     /// Re-arms the request's timeout (a progress notification arrived).
     progress: Arc<Notify>,
     on_progress: Option<ProgressSink>,
@@ -75,11 +84,13 @@ pub struct ServerInfo {
 
 pub struct McpClient {
     writer: mpsc::UnboundedSender<String>,
-    pending: Arc<Mutex<HashMap<u64, Pending>>>,
+    pending: PendingMap,
     next_id: AtomicU64,
     closed: watch::Receiver<bool>,
     stderr: Arc<Mutex<Vec<u8>>>,
     pid: Option<u32>,
+    /// For HTTP servers: ends the session with a `DELETE` on close.
+    http: Option<Arc<crate::http::HttpSession>>,
     /// Ends the writer task, which closes the server's stdin.
     stop: CancellationToken,
     timeout_ms: u64,
@@ -98,6 +109,19 @@ fn spawn_error(command: &str, e: &std::io::Error) -> String {
         _ => return format!("spawn {command}: {e}"),
     };
     format!("spawn {command} {code}")
+}
+
+impl McpError {
+    /// Network failures and overloaded or restarting servers (408, 429, 5xx but 501).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            McpError::Http { status: None, .. } => true,
+            McpError::Http {
+                status: Some(s), ..
+            } => *s == 408 || *s == 429 || (*s >= 500 && *s != 501),
+            _ => false,
+        }
+    }
 }
 
 impl McpClient {
@@ -170,7 +194,7 @@ impl McpClient {
                 // Dropping stdin closes it: the spec's first shutdown step.
             });
         }
-        let pending: Arc<Mutex<HashMap<u64, Pending>>> = Arc::default();
+        let pending: PendingMap = Arc::default();
         let (closed_tx, closed) = watch::channel(false);
         {
             let pending = Arc::clone(&pending);
@@ -201,6 +225,7 @@ impl McpClient {
             closed,
             stderr,
             pid,
+            http: None,
             stop,
             timeout_ms,
             info: ServerInfo::default(),
@@ -214,6 +239,51 @@ impl McpClient {
                 client.close().await;
                 let tail = client.stderr_tail();
                 Err((e, tail))
+            }
+        }
+    }
+
+    /// Opens a streamable-HTTP session and runs `initialize`.
+    pub async fn connect_http(
+        url: &str,
+        headers: Vec<(String, String)>,
+        timeout_ms: u64,
+        notifications: NotificationSink,
+        roots: Value,
+    ) -> Result<McpClient, McpError> {
+        let pending: PendingMap = Arc::default();
+        let (writer, lines) = mpsc::unbounded_channel::<String>();
+        let (closed_tx, closed) = watch::channel(false);
+        let stop = CancellationToken::new();
+        let session = crate::http::HttpSession::new(url, headers, closed_tx)?;
+        session.spawn_writer(
+            lines,
+            Arc::clone(&pending),
+            writer.clone(),
+            notifications,
+            roots,
+            stop.clone(),
+        );
+        let mut client = McpClient {
+            writer,
+            pending,
+            next_id: AtomicU64::new(1),
+            closed,
+            stderr: Arc::default(),
+            pid: None,
+            http: Some(Arc::clone(&session)),
+            stop,
+            timeout_ms,
+            info: ServerInfo::default(),
+        };
+        match client.initialize().await {
+            Ok(info) => {
+                client.info = info;
+                Ok(client)
+            }
+            Err(e) => {
+                client.close().await;
+                Err(e)
             }
         }
     }
@@ -254,6 +324,9 @@ impl McpClient {
             return Err(McpError::Other(format!(
                 "MCP server selected unsupported protocol version {version}"
             )));
+        }
+        if let Some(http) = &self.http {
+            http.set_protocol_version(version);
         }
         self.notify("notifications/initialized", None);
         Ok(ServerInfo {
@@ -385,6 +458,10 @@ impl McpClient {
     /// whole process group; returns once the connection ended.
     pub async fn close(&self) {
         self.stop.cancel();
+        if let Some(http) = &self.http {
+            http.close().await;
+            return;
+        }
         let mut closed = self.closed.clone();
         if tokio::time::timeout(STDIN_CLOSE_GRACE, closed.wait_for(|c| *c))
             .await
@@ -418,7 +495,7 @@ fn kill_group(pid: u32, signal: i32) {
     }
 }
 
-fn handle_line(
+pub(crate) fn handle_line(
     line: &str,
     pending: &Mutex<HashMap<u64, Pending>>,
     writer: &mpsc::UnboundedSender<String>,

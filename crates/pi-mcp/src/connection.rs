@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio_util::sync::CancellationToken;
 
 const STDERR_TAIL_CHARS: usize = 2000;
+/// Delays between attempts to connect to an HTTP server that failed with a transient error.
+const CONNECT_RETRY_DELAYS_MS: [u64; 2] = [250, 1000];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -216,15 +218,15 @@ impl Connection {
                     cwd: self.cwd.join(expand_home(cwd.as_deref().unwrap_or("."))),
                 }
             }
-            Transport::Http { headers, .. } => {
+            Transport::Http { url, headers } => {
+                let mut resolved = Vec::new();
                 for (k, v) in headers {
                     let what = format!("MCP server \"{}\" header \"{k}\"", self.entry.name);
-                    pi_registry::resolve_config_value(v, &what).map_err(|e| (e, String::new()))?;
+                    let value = pi_registry::resolve_config_value(v, &what)
+                        .map_err(|e| (e, String::new()))?;
+                    resolved.push((k.clone(), value));
                 }
-                return Err((
-                    "streamable HTTP servers are not supported by this build yet".into(),
-                    String::new(),
-                ));
+                return self.connect_http(url, resolved).await;
             }
         };
         let generation = {
@@ -239,15 +241,18 @@ impl Connection {
                 conn.client_closed(generation);
             }
         });
-        let roots = json!([{
-            "uri": format!("file://{}", self.cwd.display()),
-            "name": self.cwd.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
-        }]);
         let client =
-            McpClient::connect_stdio(&params, self.entry.timeout_ms(), sink, roots, on_close)
+            McpClient::connect_stdio(&params, self.entry.timeout_ms(), sink, self.roots(), on_close)
                 .await
                 .map_err(|(e, tail)| (e.to_string(), tail))?;
-        let client = Arc::new(client);
+        self.finish_connect(Arc::new(client)).await
+    }
+
+    /// Lists the tools of a new client and makes it the current one.
+    async fn finish_connect(
+        &self,
+        client: Arc<McpClient>,
+    ) -> Result<Arc<McpClient>, (String, String)> {
         let tools = if client.info.capabilities.get("tools").is_some() {
             match list_tools(&client).await {
                 Ok(t) => t,
@@ -286,6 +291,40 @@ impl Connection {
         }
         (self.on_change)(self, true);
         Ok(client)
+    }
+
+    /// Opens an HTTP session; network errors and transient statuses get two more attempts.
+    async fn connect_http(
+        &self,
+        url: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<Arc<McpClient>, (String, String)> {
+        let mut attempt = 0;
+        let client = loop {
+            let sink = self.notification_sink();
+            let timeout = self.entry.timeout_ms();
+            match McpClient::connect_http(url, headers.clone(), timeout, sink, self.roots()).await {
+                Ok(c) => break c,
+                Err(e) => match CONNECT_RETRY_DELAYS_MS.get(attempt).copied() {
+                    Some(ms) if e.is_transient() && !self.is_closed() => {
+                        attempt += 1;
+                        tokio::select! {
+                            _ = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {}
+                            _ = self.shutdown.cancelled() => return Err((e.to_string(), String::new())),
+                        }
+                    }
+                    _ => return Err((e.to_string(), String::new())),
+                },
+            }
+        };
+        self.finish_connect(Arc::new(client)).await
+    }
+
+    fn roots(&self) -> Value {
+        json!([{
+            "uri": format!("file://{}", self.cwd.display()),
+            "name": self.cwd.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+        }])
     }
 
     fn notification_sink(&self) -> NotificationSink {

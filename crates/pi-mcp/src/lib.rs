@@ -10,6 +10,7 @@ pub mod client;
 pub mod codemode;
 pub mod config;
 pub mod connection;
+mod http;
 pub mod log;
 pub mod manager;
 pub mod naming;

@@ -106,28 +106,33 @@ pub fn run_stdio(opts: &ServerOptions) -> i32 {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            continue; // a response to nothing we asked
-        };
-        let Some(id) = msg.get("id").cloned() else {
-            continue; // notifications need no answer
-        };
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let reply = match handle(opts, method, &params, &id, &mut out) {
-            Handled::Result(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}),
-            Handled::Error(code, m) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": m}})
-            }
-            Handled::Crash => {
-                eprintln!("crashing");
-                return 3;
-            }
+        if msg.get("method").is_none() || msg.get("id").is_none() {
+            continue; // responses to nothing we asked, and notifications
+        }
+        let Some(reply) = reply(opts, &msg, &mut out) else {
+            eprintln!("crashing");
+            return 3;
         };
         if writeln!(out, "{reply}").and_then(|_| out.flush()).is_err() {
             break;
         }
     }
     0
+}
+
+/// The answer to one request (progress notifications go to `out` first); `None` for `crash`,
+/// where the server dies without answering.
+pub fn reply(opts: &ServerOptions, msg: &Value, out: &mut impl Write) -> Option<Value> {
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    match handle(opts, method, &params, &id, out) {
+        Handled::Result(r) => Some(json!({"jsonrpc": "2.0", "id": id, "result": r})),
+        Handled::Error(code, m) => Some(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": m}}),
+        ),
+        Handled::Crash => None,
+    }
 }
 
 enum Handled {
