@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio_util::sync::CancellationToken;
 
 const STDERR_TAIL_CHARS: usize = 2000;
+/// The error of a 401 answer (`McpAuthRequiredError`).
+const UNAUTHORIZED: &str = "MCP server requires authentication";
 /// Delays between attempts to connect to an HTTP server that failed with a transient error.
 const CONNECT_RETRY_DELAYS_MS: [u64; 2] = [250, 1000];
 
@@ -147,6 +149,14 @@ impl Connection {
         (self.on_change)(self, false);
     }
 
+    /// HTTP servers sign in with OAuth unless the config sends an `Authorization` header or
+    /// uses a provider's credentials (`auth`).
+    pub fn uses_oauth(&self) -> bool {
+        matches!(&self.entry.transport, Transport::Http { headers, .. }
+            if !self.entry.config.contains_key("auth")
+                && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+    }
+
     /// The open client, connecting first when there is none.
     pub async fn client(&self) -> Result<Arc<McpClient>, String> {
         if self.is_closed() {
@@ -175,6 +185,14 @@ impl Connection {
         self.set_state(State::Connecting, None);
         match self.connect_once().await {
             Ok(client) => Ok(client),
+            Err((error, _)) if error == UNAUTHORIZED && self.uses_oauth() && !self.is_closed() => {
+                // An OAuth server without stored credentials: the user has to sign in.
+                self.set_state(State::NeedsAuth, None);
+                Err(format!(
+                    "MCP server \"{}\" requires sign-in. Run /mcp to sign in.",
+                    self.entry.name
+                ))
+            }
             Err((error, stderr)) => {
                 let tail = tail_chars(&stderr, STDERR_TAIL_CHARS);
                 let error = if tail.is_empty() {
@@ -241,10 +259,15 @@ impl Connection {
                 conn.client_closed(generation);
             }
         });
-        let client =
-            McpClient::connect_stdio(&params, self.entry.timeout_ms(), sink, self.roots(), on_close)
-                .await
-                .map_err(|(e, tail)| (e.to_string(), tail))?;
+        let client = McpClient::connect_stdio(
+            &params,
+            self.entry.timeout_ms(),
+            sink,
+            self.roots(),
+            on_close,
+        )
+        .await
+        .map_err(|(e, tail)| (e.to_string(), tail))?;
         self.finish_connect(Arc::new(client)).await
     }
 

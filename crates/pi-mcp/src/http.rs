@@ -309,8 +309,14 @@ mod tests {
     fn sse_events_split_across_chunks() {
         let mut p = SseParser::default();
         assert!(p.push(b"event: message\ndata: {\"a\"").is_empty());
-        assert_eq!(p.push(b":1}\n\n: comment\nevent: ping\ndata: x\n\ndata: 2\r\n"), ["{\"a\":1}"]);
+        assert_eq!(
+            p.push(b":1}\n\n: comment\nevent: ping\ndata: x\n\ndata: 2\r\n"),
+            ["{\"a\":1}"]
+        );
         assert_eq!(p.finish(), ["2"]);
-        assert_eq!(describe_failure(503, " overloaded \n"), "MCP HTTP request failed with status 503: overloaded");
+        assert_eq!(
+            describe_failure(503, " overloaded \n"),
+            "MCP HTTP request failed with status 503: overloaded"
+        );
     }
 }

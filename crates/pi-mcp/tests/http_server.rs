@@ -33,7 +33,10 @@ fn opts() -> ServerOptions {
 async fn a_session_carries_its_id_and_calls_answer_over_sse() {
     let server = mcp_http::start(opts(), 0).await.unwrap();
     let dir = pi_test_support::TempDir::new();
-    let conn = connection(json!({"url": server.url(), "headers": {"X-Team": "core"}}), dir.path());
+    let conn = connection(
+        json!({"url": server.url(), "headers": {"X-Team": "core"}}),
+        dir.path(),
+    );
     conn.client().await.unwrap();
     assert_eq!(conn.state(), Some(State::Connected));
     assert_eq!(conn.instructions().as_deref(), Some("Over HTTP"));
@@ -51,14 +54,26 @@ async fn a_session_carries_its_id_and_calls_answer_over_sse() {
         .unwrap();
     assert_eq!(r["content"][0]["text"], json!("done"));
     assert_eq!(*seen.lock().unwrap(), 2);
-    let e = conn.call_tool("fail", json!({}), &CancellationToken::new(), None).await.unwrap_err();
+    let e = conn
+        .call_tool("fail", json!({}), &CancellationToken::new(), None)
+        .await
+        .unwrap_err();
     assert_eq!(e, "tool failed on purpose");
     conn.close().await;
     let log = server.log.lock().unwrap().clone();
-    let sessions: Vec<&str> = log.iter().map(|l| l.split(' ').nth(1).unwrap_or("")).collect();
+    let sessions: Vec<&str> = log
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap_or(""))
+        .collect();
     assert_eq!(sessions[0], "-", "initialize starts the session: {log:?}");
-    assert!(sessions[1..].iter().all(|s| *s == "test-session"), "{log:?}");
-    assert!(log.last().unwrap().starts_with("DELETE test-session"), "{log:?}");
+    assert!(
+        sessions[1..].iter().all(|s| *s == "test-session"),
+        "{log:?}"
+    );
+    assert!(
+        log.last().unwrap().starts_with("DELETE test-session"),
+        "{log:?}"
+    );
 }
 
 #[tokio::test]
@@ -82,9 +97,19 @@ async fn transient_failures_are_retried_while_connecting() {
 async fn unreachable_servers_and_unresolved_headers_fail_with_pis_texts() {
     let dir = pi_test_support::TempDir::new();
     // A port nothing listens on: bind one, then free it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let conn = connection(json!({"url": format!("http://127.0.0.1:{port}/mcp")}), dir.path());
-    assert_eq!(conn.client().await.err().unwrap(), "MCP server \"web\" failed to connect: fetch failed");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let conn = connection(
+        json!({"url": format!("http://127.0.0.1:{port}/mcp")}),
+        dir.path(),
+    );
+    assert_eq!(
+        conn.client().await.err().unwrap(),
+        "MCP server \"web\" failed to connect: fetch failed"
+    );
     let conn = connection(
         json!({"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${PI_MCP_TEST_UNSET_TOKEN}"}}),
         dir.path(),

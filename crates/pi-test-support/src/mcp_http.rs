@@ -43,7 +43,8 @@ pub async fn start(opts: ServerOptions, fail_first: usize) -> std::io::Result<Ht
         let log = Arc::clone(&log);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (log, failures, opts) = (Arc::clone(&log), Arc::clone(&failures), Arc::clone(&opts));
+                let (log, failures, opts) =
+                    (Arc::clone(&log), Arc::clone(&failures), Arc::clone(&opts));
                 tokio::spawn(async move {
                     let (read, mut write) = stream.into_split();
                     let mut reader = BufReader::new(read);
@@ -77,7 +78,13 @@ fn response(status: &str, headers: &[(&str, String)], body: &str) -> Vec<u8> {
     out
 }
 
-fn answer(opts: &ServerOptions, method: &str, session: &str, body: &str, failures: &AtomicUsize) -> Vec<u8> {
+fn answer(
+    opts: &ServerOptions,
+    method: &str,
+    session: &str,
+    body: &str,
+    failures: &AtomicUsize,
+) -> Vec<u8> {
     if failures
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok()

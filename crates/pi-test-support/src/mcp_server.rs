@@ -128,9 +128,9 @@ pub fn reply(opts: &ServerOptions, msg: &Value, out: &mut impl Write) -> Option<
     let params = msg.get("params").cloned().unwrap_or(Value::Null);
     match handle(opts, method, &params, &id, out) {
         Handled::Result(r) => Some(json!({"jsonrpc": "2.0", "id": id, "result": r})),
-        Handled::Error(code, m) => Some(
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": m}}),
-        ),
+        Handled::Error(code, m) => {
+            Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": m}}))
+        }
         Handled::Crash => None,
     }
 }
