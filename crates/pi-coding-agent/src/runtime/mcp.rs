@@ -306,10 +306,34 @@ impl Core {
 
 impl McpHost for Core {
     fn tools_changed(&self, activate: Vec<String>, deactivate: Vec<String>) {
-        let activate: Vec<String> = activate
+        let mut activate: Vec<String> = activate
             .into_iter()
             .filter(|n| McpTools::mcp_declarable(n, &self.tools))
             .collect();
+        // Tools the transcript still declares (loaded by `tool_search` on this branch, say) come
+        // back when their server registers them again, as Pi's pending tools do.
+        let declared: Vec<String> = self
+            .agent()
+            .map(|a| {
+                a.with_state(|s| {
+                    pi_agent::transcript::current_tools(s.messages.iter().map(|m| &**m))
+                        .into_iter()
+                        .map(|t| t.name)
+                        .collect()
+                })
+            })
+            .unwrap_or_default();
+        if let Some(m) = self.tools.mcp.manager() {
+            for t in m.tools() {
+                if declared.contains(&t.name)
+                    && t.exposure != "hidden"
+                    && !activate.contains(&t.name)
+                    && McpTools::mcp_registered(&t.name, &self.tools)
+                {
+                    activate.push(t.name);
+                }
+            }
+        }
         self.change_active(&activate, &deactivate);
     }
 
