@@ -15,6 +15,7 @@ pub mod log;
 pub mod manager;
 pub mod naming;
 pub mod resources;
+pub mod sandbox;
 pub mod section;
 pub mod tool;
 pub mod tool_search;

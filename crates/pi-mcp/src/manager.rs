@@ -408,6 +408,29 @@ impl McpManager {
         }
     }
 
+    /// Waits for the servers a codemode script may reach: every server when it uses a
+    /// discovery global, else those whose namespace (`mcp__<server>`) its words contain.
+    pub async fn wait_for_script(&self, code: &str) {
+        let all = [
+            "searchTools",
+            "describeNamespace",
+            "describeTool",
+            "ALL_TOOLS",
+        ]
+        .iter()
+        .any(|g| code.contains(g));
+        let ready: Vec<watch::Receiver<bool>> = lock(&self.inner)
+            .servers
+            .iter()
+            .filter(|s| s.entry.enabled())
+            .filter(|s| all || code.contains(&naming::namespace(&s.entry.name)))
+            .map(|s| s.ready.clone())
+            .collect();
+        for mut r in ready {
+            let _ = r.wait_for(|done| *done).await;
+        }
+    }
+
     /// The `mcp_servers` section: enabled servers with codemode or deferred tools, with how
     /// their tools are reached and a one-line summary; `None` when there are none.
     pub fn servers_section(&self) -> Option<String> {

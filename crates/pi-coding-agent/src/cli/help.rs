@@ -123,8 +123,8 @@ Built-in tools:
   ls         - List a directory (read-only, off by default)
   tool_search - Find and load tools that are not declared yet, such as MCP tools (off by
                default; on when an MCP server has deferred exposure)
-  codemode   - Listed for MCP servers with codemode exposure; running scripts is not supported
-               by this build yet
+  codemode   - Run JavaScript (QuickJS sandbox) that calls the other tools (off by default; on
+               when an MCP server has codemode exposure, the default)
 ";
 
 /// The help text without extension flags.

@@ -183,7 +183,9 @@ impl Core {
         {
             let mut builtin = lock(&catalog.mcp.builtin);
             if has("builtin:codemode") && !taken(CODEMODE_TOOL_NAME) {
-                builtin.push(Arc::new(codemode::CodemodeTool::default()));
+                let host: Weak<dyn codemode::CodemodeHost> =
+                    Arc::downgrade(self) as Weak<dyn codemode::CodemodeHost>;
+                builtin.push(Arc::new(codemode::CodemodeTool::new(Some(host))));
             }
             if has("builtin:tool-search") && !taken(TOOL_SEARCH_TOOL_NAME) {
                 let host: Weak<dyn ToolSearchHost> =
@@ -378,6 +380,84 @@ impl ToolSearchHost for Core {
                 m.wait_for_tool(TOOL_SEARCH_TOOL_NAME, true).await;
             }
         })
+    }
+}
+
+impl codemode::CodemodeHost for Core {
+    fn callable(&self) -> Vec<codemode::CallableTool> {
+        let mut out: Vec<codemode::CallableTool> = Vec::new();
+        let manager = self.tools.mcp.manager().cloned();
+        let namespace = |name: &str| manager.as_ref().and_then(|m| m.namespace_of(name));
+        let active: Vec<Arc<dyn AgentTool>> = self
+            .agent()
+            .map(|a| a.with_state(|s| s.tools.clone()))
+            .unwrap_or_default();
+        for tool in active {
+            if tool.name() != CODEMODE_TOOL_NAME && tool.name() != TOOL_SEARCH_TOOL_NAME {
+                let ns = namespace(tool.name());
+                out.push(codemode::CallableTool {
+                    tool,
+                    namespace: ns,
+                });
+            }
+        }
+        if let Some(m) = &manager {
+            for t in m.tools() {
+                let reachable = t.exposure == "deferred" || t.exposure == "direct";
+                if reachable
+                    && !out.iter().any(|c| c.tool.name() == t.name)
+                    && McpTools::mcp_registered(&t.name, &self.tools)
+                {
+                    let ns = namespace(&t.name);
+                    out.push(codemode::CallableTool {
+                        tool: t.tool,
+                        namespace: ns,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn wait_ready<'a>(&'a self, code: &'a str) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if let Some(m) = self.tools.mcp.manager().cloned() {
+                m.wait_for_script(code).await;
+            }
+        })
+    }
+
+    fn stored(&self) -> serde_json::Map<String, Value> {
+        let session = lock(&self.session);
+        let mut store = serde_json::Map::new();
+        for entry in session.branch_entries(None) {
+            let pi_protocol::session_entry::SessionEntry::Custom(c) = entry else {
+                continue;
+            };
+            if c.custom_type != codemode::STORE_ENTRY_TYPE {
+                continue;
+            }
+            let Some(data) = &c.data else { continue };
+            if let Some(deleted) = data.get("delete").and_then(Value::as_array) {
+                for k in deleted.iter().filter_map(Value::as_str) {
+                    store.remove(k);
+                }
+            }
+            if let Some(Value::Object(set)) = data.get("set") {
+                for (k, v) in set {
+                    store.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        store
+    }
+
+    fn append_store(&self, writes: Value) {
+        if let Err(e) =
+            lock(&self.session).append_custom_entry(codemode::STORE_ENTRY_TYPE, Some(writes))
+        {
+            eprintln!("pi: could not write to the session file: {e}");
+        }
     }
 }
 
