@@ -26,16 +26,19 @@ pub enum AgentEvent {
     MessageEnd {
         message: std::sync::Arc<AgentMessage>,
     },
+    /// `parent_tool_call_id`: the call of the tool (codemode) that made this nested call.
     ToolExecutionStart {
         tool_call_id: String,
         tool_name: String,
         args: Value,
+        parent_tool_call_id: Option<String>,
     },
     ToolExecutionUpdate {
         tool_call_id: String,
         tool_name: String,
         args: Value,
         partial_result: AgentToolResult,
+        parent_tool_call_id: Option<String>,
     },
     ToolExecutionEnd {
         tool_call_id: String,
@@ -43,6 +46,7 @@ pub enum AgentEvent {
         result: AgentToolResult,
         is_error: bool,
         duration_ms: Option<u64>,
+        parent_tool_call_id: Option<String>,
     },
     TurnEnd {
         message: AgentMessage,
@@ -98,23 +102,25 @@ impl AgentEvent {
                 tool_call_id,
                 tool_name,
                 args,
+                parent_tool_call_id,
             } => R::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
                 args,
-                parent_tool_call_id: None,
+                parent_tool_call_id: parent_tool_call_id.as_deref(),
             },
             AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
                 tool_name,
                 args,
                 partial_result,
+                parent_tool_call_id,
             } => R::ToolExecutionUpdate {
                 tool_call_id,
                 tool_name,
                 args,
                 partial_result,
-                parent_tool_call_id: None,
+                parent_tool_call_id: parent_tool_call_id.as_deref(),
             },
             AgentEvent::ToolExecutionEnd {
                 tool_call_id,
@@ -122,13 +128,14 @@ impl AgentEvent {
                 result,
                 is_error,
                 duration_ms,
+                parent_tool_call_id,
             } => R::ToolExecutionEnd {
                 tool_call_id,
                 tool_name,
                 result,
                 is_error: *is_error,
                 duration_ms: *duration_ms,
-                parent_tool_call_id: None,
+                parent_tool_call_id: parent_tool_call_id.as_deref(),
             },
             AgentEvent::TurnEnd {
                 message,

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod event;
 mod join;
+pub mod nested;
 pub mod queue;
 mod run;
 pub mod tool;
@@ -16,6 +17,7 @@ pub use agent::{
     StreamFn, ToolCallGate, TurnContext, TurnUpdate,
 };
 pub use event::AgentEvent;
+pub use nested::{NestedOutcome, NestedRunner};
 pub use tool::{
     AgentTool, ExecutionMode, PrepareFuture, ToolError, ToolFuture, ToolInvocation, ToolUpdateSink,
 };

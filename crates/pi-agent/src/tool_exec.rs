@@ -8,6 +8,7 @@
 use crate::agent::{Agent, ToolCallGate};
 use crate::event::AgentEvent;
 use crate::join::join_all;
+use crate::nested::{NESTED, NestedRunner, Relay};
 use crate::tool::{AgentTool, ExecutionMode, ToolInvocation, ToolUpdateSink};
 use pi_js::now_ms;
 use pi_protocol::content::{AssistantBlock, TextContent, ToolCall, UserBlock};
@@ -32,6 +33,8 @@ struct Finalized {
     result: AgentToolResult,
     is_error: bool,
     duration_ms: Option<u64>,
+    /// Calls the tool made to other tools (codemode scripts).
+    nested: Vec<pi_protocol::tool::NestedToolCallRecord>,
 }
 
 // Short-lived, one per tool call: boxing would buy nothing.
@@ -57,6 +60,7 @@ fn immediate(call: &ToolCall, text: impl Into<String>) -> Prepared {
         result: error_result(text),
         is_error: true,
         duration_ms: None,
+        nested: Vec::new(),
     })
 }
 
@@ -77,6 +81,7 @@ async fn emit_start(agent: &Agent, call: &ToolCall) {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: Value::Object(call.arguments.clone()),
+            parent_tool_call_id: None,
         })
         .await;
 }
@@ -89,22 +94,46 @@ async fn emit_end(agent: &Agent, f: &Finalized) {
             result: f.result.clone(),
             is_error: f.is_error,
             duration_ms: f.duration_ms,
+            parent_tool_call_id: None,
         })
         .await;
 }
 
+/// Pi writes `nestedCalls` after the other keys of a tool result.
+const NESTED_RESULT_ORDER: &[&str] = &[
+    "role",
+    "toolCallId",
+    "toolName",
+    "content",
+    "details",
+    "usage",
+    "isError",
+    "durationMs",
+    "timestamp",
+    "nestedCalls",
+];
+
 fn result_message(f: Finalized) -> ToolResultMessage {
+    let rest = if f.nested.is_empty() {
+        Default::default()
+    } else {
+        pi_protocol::record::Rest::with_order(NESTED_RESULT_ORDER)
+    };
     ToolResultMessage {
         tool_call_id: f.call.id,
         tool_name: f.call.name,
         content: f.result.content,
         details: f.result.details,
         usage: f.result.usage.map(Box::new),
-        nested_calls: None,
+        nested_calls: (!f.nested.is_empty()).then(|| pi_protocol::tool::NestedToolCalls {
+            calls: f.nested,
+            complete: true,
+            rest: Default::default(),
+        }),
         is_error: f.is_error,
         duration_ms: f.duration_ms,
         timestamp: now_ms(),
-        rest: Default::default(),
+        rest,
     }
 }
 
@@ -178,6 +207,7 @@ async fn prepare(agent: &Agent, call: &ToolCall, cancel: &CancellationToken) -> 
                 result,
                 is_error: true,
                 duration_ms: None,
+                nested: Vec::new(),
             })
         }
         Err(text) => immediate(call, text),
@@ -192,35 +222,42 @@ async fn execute(
     args: Map<String, Value>,
     cancel: &CancellationToken,
 ) -> Finalized {
-    let (tx, mut rx) = mpsc::unbounded_channel::<AgentToolResult>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Relay>();
     let accepting = Arc::new(AtomicBool::new(true));
     let sink_accepting = Arc::clone(&accepting);
+    let update_tx = tx.clone();
     let updates: ToolUpdateSink = Arc::new(move |partial| {
         if sink_accepting.load(Ordering::SeqCst) {
-            let _ = tx.send(partial);
+            let _ = update_tx.send(Relay::Update(partial));
         }
     });
     let started = Instant::now();
     let args_for_hook = args.clone();
-    let fut = tool.execute(ToolInvocation {
-        tool_call_id: call.id.clone(),
-        args,
-        cancel: cancel.child_token(),
-        updates,
-    });
+    // Nested calls report through the same channel as updates, so their events keep the
+    // order in which the tool produced them.
+    let nested = NestedRunner::new(&call.id, Arc::clone(&agent.config.hooks), tx);
+    let fut = NESTED.scope(
+        nested.clone(),
+        tool.execute(ToolInvocation {
+            tool_call_id: call.id.clone(),
+            args,
+            cancel: cancel.child_token(),
+            updates,
+        }),
+    );
     tokio::pin!(fut);
     let outcome = loop {
         tokio::select! {
             biased;
             outcome = &mut fut => break outcome,
-            Some(partial) = rx.recv() => emit_update(agent, &call, partial).await,
+            Some(item) = rx.recv() => relay(agent, &call, item).await,
         }
     };
     let duration_ms = (started.elapsed().as_secs_f64() * 1000.0).round() as u64;
     // Updates sent after the tool finished are dropped; those sent before still go out.
     accepting.store(false, Ordering::SeqCst);
-    while let Ok(partial) = rx.try_recv() {
-        emit_update(agent, &call, partial).await;
+    while let Ok(item) = rx.try_recv() {
+        relay(agent, &call, item).await;
     }
     let (result, is_error) = match outcome {
         Ok(result) => {
@@ -239,6 +276,14 @@ async fn execute(
         result,
         is_error,
         duration_ms: Some(duration_ms),
+        nested: nested.records(),
+    }
+}
+
+async fn relay(agent: &Agent, call: &ToolCall, item: Relay) {
+    match item {
+        Relay::Update(partial) => emit_update(agent, call, partial).await,
+        Relay::Event(event) => agent.emit(event).await,
     }
 }
 
@@ -249,6 +294,7 @@ async fn emit_update(agent: &Agent, call: &ToolCall, partial: AgentToolResult) {
             tool_name: call.name.clone(),
             args: Value::Object(call.arguments.clone()),
             partial_result: partial,
+            parent_tool_call_id: None,
         })
         .await;
 }
@@ -289,6 +335,7 @@ pub(crate) async fn execute_tool_calls(
                         result: error_result("Operation aborted"),
                         is_error: true,
                         duration_ms: None,
+                        nested: Vec::new(),
                     }
                 } else {
                     execute(agent, call, tool, args, cancel).await
@@ -350,6 +397,7 @@ pub(crate) async fn fail_truncated_calls(agent: &Agent, message: &AssistantMessa
             result: error_result(text),
             is_error: true,
             duration_ms: None,
+            nested: Vec::new(),
         };
         emit_end(agent, &f).await;
         messages.push(emit_result_message(agent, result_message(f)).await);

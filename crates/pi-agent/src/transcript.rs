@@ -132,7 +132,8 @@ pub fn declare_tool_changes(
             tools_added: None,
             tools_removed: None,
             timestamp: now_ms,
-            rest: Default::default(),
+            // Pi writes a run's system messages with `timestamp` before the tool lists.
+            rest: pi_protocol::record::Rest::with_order(SystemMessage::RUN_START_ORDER),
         },
         added,
         removed,

@@ -78,6 +78,10 @@ fn run(argv: &[String]) -> i32 {
                 }
             }
         }
+        Action::Command {
+            command: cli::Subcommand::Mcp,
+            args,
+        } => mcp_command(args),
         Action::Command { command, .. } => {
             eprintln!(
                 "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",
@@ -86,6 +90,42 @@ fn run(argv: &[String]) -> i32 {
             1
         }
     }
+}
+
+/// `pi mcp ...`: shell commands on `mcp.json`, run without a session.
+fn mcp_command(args: &[String]) -> i32 {
+    use pi_coding_agent::settings::paths::{agent_dir, home_dir};
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = home_dir();
+    let agent_dir = agent_dir(
+        std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
+        &home,
+        &cwd,
+    );
+    let project_trusted = pi_coding_agent::resources::trust::TrustStore::new(&agent_dir)
+        .get(&cwd)
+        .ok()
+        .flatten()
+        == Some(true);
+    let ctx = pi_mcp::cli::CliContext {
+        agent_dir,
+        cwd,
+        project_trusted,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return 1;
+        }
+    };
+    let out = rt.block_on(pi_mcp::cli::run(args, &ctx));
+    print!("{}", out.stdout);
+    eprint!("{}", out.stderr);
+    out.code
 }
 
 /// What `pi` without a mode says on a terminal, where Pi would start its terminal UI.

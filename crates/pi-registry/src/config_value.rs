@@ -263,6 +263,12 @@ pub(crate) fn resolve_headers_or_error(
     Ok((!out.is_empty()).then_some(out))
 }
 
+/// `resolveConfigValueOrThrow` against the process environment, for other crates' config
+/// values (MCP servers' `env`, `headers` and `oauth.clientSecret`).
+pub fn resolve_config_value(config: &str, description: &str) -> Result<String, String> {
+    resolve_or_error(config, description, None, &Env::from_process())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

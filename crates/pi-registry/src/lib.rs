@@ -45,6 +45,7 @@ mod store;
 mod thinking;
 
 pub use auth_json::ensure_agent_files;
+pub use config_value::resolve_config_value;
 
 pub use cost::calculate_cost;
 pub use env::Env;

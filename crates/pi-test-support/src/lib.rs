@@ -3,6 +3,8 @@
 //! records Pi 1.6.0 and replays our binary against the same goldens ([`conformance`]).
 
 pub mod conformance;
+pub mod mcp_http;
+pub mod mcp_server;
 pub mod mock;
 pub mod sse;
 pub mod summarization;

@@ -25,6 +25,7 @@ Usage:
   pi --mode json [options] [messages...]  Every event of the prompts as JSON lines, then exit
   pi -p [options] [@files...] [messages...]
                                           Answer the prompts, print the final text, then exit
+  pi mcp <command>                        Manage MCP servers (pi mcp --help)
 ";
 
 const OPTIONS: &str = "
@@ -50,12 +51,13 @@ Options:
   --no-builtin-tools, -nbt       Start with built-in tools off
   --tools, -t <tools>            Comma-separated tool names to enable (allowlist)
                                  A list of only +name/-name entries edits the default set instead
-  --exclude-tools, -xt <tools>   Comma-separated tool names to disable
+                                 MCP tools stay unless an entry (or mcp__* pattern) names them
+  --exclude-tools, -xt <tools>   Comma-separated tool names to disable (mcp__* patterns too)
   --thinking <level>             Thinking level: off, minimal, low, medium, high, xhigh, max
   --extension, -e <path>         Load an extension file or builtin:<name> (repeatable; extension
                                  files run in Node 22 or newer, found on PATH or as PI_NODE)
   --no-extensions, -ne           Do not discover or load extensions
-  --no-mcp                       Accepted for compatibility (MCP servers are not supported yet)
+  --no-mcp                       No MCP servers for this run: no servers connect, no MCP tools, no /mcp
   --skill <path>                 Load a skill file or directory (repeatable)
   --no-skills, -ns               Skip skill discovery and loading
   --prompt-template <path>       Load a prompt template file or directory (repeatable)
@@ -120,6 +122,10 @@ Built-in tools:
   grep       - Search file contents (read-only, off by default)
   find       - Find files matching a glob (read-only, off by default)
   ls         - List a directory (read-only, off by default)
+  tool_search - Find and load tools that are not declared yet, such as MCP tools (off by
+               default; on when an MCP server has deferred exposure)
+  codemode   - Run JavaScript (QuickJS sandbox) that calls the other tools (off by default; on
+               when an MCP server has codemode exposure, the default)
 ";
 
 /// The help text without extension flags.
@@ -210,6 +216,7 @@ mod tests {
         }
         // Subcommands that do not exist yet are not advertised.
         assert!(!text.contains("pi install"));
+        assert!(text.contains("\n  pi mcp <command> "));
         assert!(text.contains("pi --mode rpc [options]"));
         assert!(text.ends_with('\n') && !text.ends_with("\n\n"));
     }

@@ -9,6 +9,7 @@ mod hooks;
 mod listener;
 
 mod local_model;
+mod mcp;
 mod model_cmds;
 mod prompt;
 mod replace;
@@ -183,6 +184,7 @@ impl Runtime {
             self.abort().await;
         }
         self.shutdown_extensions().await;
+        self.core.shutdown_mcp().await;
         pi_tools::kill_running_shells();
     }
 }

@@ -150,6 +150,7 @@ impl Runtime {
             let mut run = lock(&self.core.run);
             run.abort_requested = false;
         }
+        self.core.mcp_before_prompt().await;
         let started = self
             .core
             .ext_before_agent_start(StartTrigger::User {
@@ -425,18 +426,21 @@ impl Core {
         names: &[String],
     ) -> Result<crate::resources::system_prompt::Sections, String> {
         let run_options = lock(&self.run).prompt_options.clone();
-        if let Some(options) = run_options {
-            let session = self.prompt_options(agent);
-            return options
-                .with_tools(names, &session)
-                .build(&self.env.package_dir);
-        }
-        lock(&self.res).prompt_sections(
-            names,
-            &[],
-            &self.tool_prompts(names),
-            &self.env.package_dir,
-        )
+        let built = match run_options {
+            Some(options) => {
+                let session = self.prompt_options(agent);
+                options
+                    .with_tools(names, &session)
+                    .build(&self.env.package_dir)
+            }
+            None => lock(&self.res).prompt_sections(
+                names,
+                &[],
+                &self.tool_prompts(names),
+                &self.env.package_dir,
+            ),
+        };
+        built.map(|s| self.with_mcp_section(s))
     }
 
     /// The session's own system prompt options (Pi's base options) for `agent`'s tools, or

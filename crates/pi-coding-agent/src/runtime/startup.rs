@@ -526,6 +526,7 @@ fn assemble(
         decided_args,
     } = loaded;
     let s = res.settings.settings().clone();
+    let builtin_extensions = res.builtin_extensions.clone();
     let model = selection.model_or_placeholder();
     let tool_session = SessionHandle::new(SessionInfo {
         session_id: Some(session.session_id().to_string()),
@@ -585,10 +586,19 @@ fn assemble(
     for (def, source, tool) in super::tools::extension_tools(ext_tools, &core) {
         core.tools.add_extension(def, source, tool);
     }
-    let tools: Vec<Arc<dyn pi_agent::AgentTool>> = initial_tool_names(args, &s, &core.tools)
-        .iter()
-        .filter_map(|n| core.tools.get(n))
-        .collect();
+    let mut names = initial_tool_names(args, &s, &core.tools);
+    if !args.no_tools {
+        // Pi's built-in codemode/tool-search/mcp extensions; MCP activates what its servers need.
+        for name in core.start_mcp(&builtin_extensions, args.no_mcp) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    } else {
+        core.start_mcp(&builtin_extensions, args.no_mcp);
+    }
+    let tools: Vec<Arc<dyn pi_agent::AgentTool>> =
+        names.iter().filter_map(|n| core.tools.get(n)).collect();
     let config = AgentConfig {
         stream_fn: core.ext.stream_fn(),
         convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {

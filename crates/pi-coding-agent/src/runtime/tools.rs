@@ -17,6 +17,8 @@ pub(crate) type RegisteredTool = (ExtTool, SourceInfo, Arc<dyn AgentTool>);
 
 pub(crate) struct ToolCatalog {
     config: Arc<ToolsConfig>,
+    /// Tools of Pi's built-in extensions (`codemode`, `tool_search`) and of MCP servers.
+    pub(crate) mcp: super::mcp::McpTools,
     built: Mutex<Vec<Arc<dyn AgentTool>>>,
     /// Extension tools with their definition and source info, first registration first.
     extension: Mutex<Vec<RegisteredTool>>,
@@ -29,6 +31,7 @@ impl ToolCatalog {
     pub fn new(config: ToolsConfig, allowed: Option<Vec<String>>, excluded: Vec<String>) -> Self {
         ToolCatalog {
             config: Arc::new(config),
+            mcp: super::mcp::McpTools::default(),
             built: Mutex::new(Vec::new()),
             extension: Mutex::new(Vec::new()),
             allowed,
@@ -79,7 +82,10 @@ impl ToolCatalog {
         {
             return Some(Arc::clone(tool));
         }
-        if !self.is_allowed(name) || !pi_tools::ALL_TOOL_NAMES.contains(&name) {
+        if !pi_tools::ALL_TOOL_NAMES.contains(&name) {
+            return self.mcp.get(name, self);
+        }
+        if !self.is_allowed(name) {
             return None;
         }
         let mut built = lock(&self.built);
@@ -103,7 +109,22 @@ impl ToolCatalog {
                 names.push(def.name.clone());
             }
         }
+        for name in self.mcp.names(self) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
         names
+    }
+
+    /// `--tools` as given (an allowlist), for MCP tools' own rules.
+    pub fn allowlist(&self) -> Option<&[String]> {
+        self.allowed.as_deref()
+    }
+
+    /// `--exclude-tools` as given.
+    pub fn excluded(&self) -> &[String] {
+        &self.excluded
     }
 
     /// Extension tools that are active when registered (Pi: `direct`/`model-only`, not
@@ -118,6 +139,11 @@ impl ToolCatalog {
 
     /// What the system prompt says about `name`.
     pub fn prompt(&self, name: &str) -> ToolPrompt {
+        if self.extension_tool(name).is_none()
+            && let Some(prompt) = self.mcp.prompt(name)
+        {
+            return prompt;
+        }
         match self.extension_tool(name) {
             Some(def) => ToolPrompt {
                 name: def.name,
@@ -151,6 +177,9 @@ impl ToolCatalog {
                 "exposure": def.exposure.as_deref().unwrap_or("direct"),
                 "sourceInfo": source,
             }));
+        }
+        if !pi_tools::ALL_TOOL_NAMES.contains(&name) {
+            return self.mcp.info(name, self);
         }
         let tool = self.get(name)?;
         let decl = tool.declaration();
@@ -237,6 +266,7 @@ impl Runtime {
                 catalog
                     .extension_tool(n)
                     .is_none_or(|d| d.exposure.as_deref() != Some("hidden"))
+                    && !catalog.mcp.is_hidden(n)
             })
             .filter_map(|n| catalog.get(n))
             .collect();

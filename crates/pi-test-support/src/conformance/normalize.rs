@@ -106,6 +106,7 @@ impl Normalizer {
         out = replace_pattern(&out, is_iso_timestamp, 24, "<iso-ts>");
         out = replace_pattern(&out, is_file_timestamp, 24, "<file-ts>");
         out = replace_bash_log_names(&out);
+        out = replace_wall_time(&out);
         for (id, name) in &self.entry_ids {
             if out.contains(id.as_str()) {
                 out = out.replace(id.as_str(), name);
@@ -220,6 +221,23 @@ fn replace_pattern(s: &str, matches: fn(&[u8]) -> bool, len: usize, to: &str) ->
     }
     out.push_str(&s[last..]);
     out
+}
+
+/// `Wall time 0.5 seconds` in codemode results: elapsed time.
+fn replace_wall_time(s: &str) -> String {
+    const PREFIX: &str = "Wall time ";
+    let Some(pos) = s.find(PREFIX) else {
+        return s.to_string();
+    };
+    let after = &s[pos + PREFIX.len()..];
+    let digits = after
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
+    if digits == 0 || !after[digits..].starts_with(" seconds") {
+        return s.to_string();
+    }
+    format!("{}<duration>{}", &s[..pos + PREFIX.len()], &after[digits..])
 }
 
 /// `pi-bash-<16 hex>.log` temp files of the bash tool and command.

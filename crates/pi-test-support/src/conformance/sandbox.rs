@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use super::scenario::Scenario;
+use super::scenario::{FileContent, Scenario};
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
@@ -125,10 +125,10 @@ impl Sandbox {
             write(&self.agent.join("settings.json"), pretty(s).as_bytes())?;
         }
         for (rel, content) in &scenario.files {
-            write(&self.work.join(rel), &content.bytes()?)?;
+            write(&self.work.join(rel), &with_mcp_server(content)?)?;
         }
         for (rel, content) in &scenario.agent_files {
-            write(&self.agent.join(rel), &content.bytes()?)?;
+            write(&self.agent.join(rel), &with_mcp_server(content)?)?;
         }
         self.before = walk(&self.root)?
             .into_iter()
@@ -149,6 +149,9 @@ impl Sandbox {
         v.insert("HOME".into(), self.home.display().to_string());
         v.insert("TMP".into(), self.tmp.display().to_string());
         v.insert("PORT".into(), port.to_string());
+        if let Ok(p) = crate::mcp_server::binary_path() {
+            v.insert("MCP_SERVER".into(), p.display().to_string());
+        }
         v
     }
 
@@ -165,6 +168,9 @@ impl Sandbox {
             (self.root.display().to_string(), "<root>".to_string()),
             (format!("127.0.0.1:{port}"), "127.0.0.1:<port>".to_string()),
         ];
+        if let Ok(p) = crate::mcp_server::binary_path() {
+            subs.push((p.display().to_string(), "<mcp-server>".to_string()));
+        }
         if let Some(p) = package_dir {
             subs.push((p.to_string(), "<pi-package>".to_string()));
         }
@@ -245,4 +251,17 @@ pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, String> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Fixture bytes with `${MCP_SERVER}` replaced by the test MCP server's path, so an `mcp.json`
+/// fixture can start it (other `${...}` are left alone: `mcp.json` has its own `${VAR}` syntax).
+fn with_mcp_server(content: &FileContent) -> Result<Vec<u8>, String> {
+    match content {
+        FileContent::Text(t) if t.contains("${MCP_SERVER}") => {
+            let path = crate::mcp_server::binary_path()?;
+            Ok(t.replace("${MCP_SERVER}", &path.display().to_string())
+                .into_bytes())
+        }
+        other => other.bytes(),
+    }
 }

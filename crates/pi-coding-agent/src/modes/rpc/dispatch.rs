@@ -62,6 +62,18 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                 });
                 return;
             }
+            // The built-in `/mcp` (Pi's non-TUI form) runs like an extension command.
+            if let Some(args) = rt.mcp_command(&message) {
+                let (out, rt) = (out.clone(), rt.clone());
+                in_flight.spawn(async move {
+                    rt.run_mcp_command(&args).await;
+                    let handled = PromptData {
+                        disposition: PromptDisposition::Handled,
+                    };
+                    respond(&out, id, "prompt", data(handled)).await;
+                });
+                return;
+            }
             let request = PromptRequest {
                 text: message,
                 images: images.unwrap_or_default(),

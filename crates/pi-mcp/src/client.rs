@@ -1,0 +1,563 @@
+//! One MCP connection over stdio: the server process in its own process group, newline-delimited
+//! JSON-RPC on its stdin/stdout, a bounded tail of its stderr, requests with timeouts that
+//! progress notifications re-arm, and Pi's shutdown (close stdin, SIGTERM, SIGKILL to the group).
+//!
+//! Written here rather than on an SDK because Pi's own client is hand-written too and its
+//! behaviour (error texts, timeout reset, the stderr tail in failures, process-group shutdown)
+//! is what the wire shows; an SDK would have to be bent around each of those.
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Pi's MCP protocol version and the ones it accepts from servers.
+pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] = [
+    LATEST_PROTOCOL_VERSION,
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+const MAX_STDERR_BYTES: usize = 64 * 1024;
+const STDIN_CLOSE_GRACE: Duration = Duration::from_millis(500);
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why a request failed; `Display` is the text Pi's errors carry.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// A JSON-RPC error answer.
+    #[error("{message}")]
+    Rpc { code: i64, message: String },
+    #[error("MCP connection closed")]
+    Closed,
+    #[error("MCP request timed out after {0}ms")]
+    Timeout(u64),
+    #[error("MCP request aborted")]
+    Aborted,
+    /// An HTTP status or network failure of a streamable-HTTP server (`transient`: worth
+    /// another attempt at connecting).
+    #[error("{message}")]
+    Http {
+        status: Option<u16>,
+        message: String,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Receives the params of each progress notification of one request.
+pub type ProgressSink = Arc<dyn Fn(&Value) + Send + Sync>;
+
+pub(crate) type PendingMap = Arc<Mutex<HashMap<u64, Pending>>>;
+
+/// What the server sent that is not an answer to us.
+pub type NotificationSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+pub(crate) struct Pending {
+    pub(crate) tx: oneshot::Sender<Result<Value, McpError>>,
+    /// Re-arms the request's timeout (a progress notification arrived).
+    progress: Arc<Notify>,
+    on_progress: Option<ProgressSink>,
+}
+
+/// How to start the server.
+#[derive(Debug, Clone)]
+pub struct StdioParams {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to this process's environment.
+    pub env: Vec<(String, String)>,
+    pub cwd: std::path::PathBuf,
+}
+
+/// What `initialize` told us.
+#[derive(Debug, Clone, Default)]
+pub struct ServerInfo {
+    pub capabilities: Value,
+    pub instructions: Option<String>,
+}
+
+pub struct McpClient {
+    writer: mpsc::UnboundedSender<String>,
+    pending: PendingMap,
+    next_id: AtomicU64,
+    closed: watch::Receiver<bool>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    pid: Option<u32>,
+    /// For HTTP servers: ends the session with a `DELETE` on close.
+    http: Option<Arc<crate::http::HttpSession>>,
+    /// Ends the writer task, which closes the server's stdin.
+    stop: CancellationToken,
+    timeout_ms: u64,
+    pub info: ServerInfo,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Node's spawn error text (`spawn <cmd> ENOENT`).
+fn spawn_error(command: &str, e: &std::io::Error) -> String {
+    let code = match e.kind() {
+        std::io::ErrorKind::NotFound => "ENOENT",
+        std::io::ErrorKind::PermissionDenied => "EACCES",
+        _ => return format!("spawn {command}: {e}"),
+    };
+    format!("spawn {command} {code}")
+}
+
+impl McpError {
+    /// Network failures and overloaded or restarting servers (408, 429, 5xx but 501).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            McpError::Http { status: None, .. } => true,
+            McpError::Http {
+                status: Some(s), ..
+            } => *s == 408 || *s == 429 || (*s >= 500 && *s != 501),
+            _ => false,
+        }
+    }
+}
+
+impl McpClient {
+    /// Starts the server and runs `initialize`. `on_close` runs once when the connection ends
+    /// (server exit or [`McpClient::close`]).
+    pub async fn connect_stdio(
+        params: &StdioParams,
+        timeout_ms: u64,
+        notifications: NotificationSink,
+        roots: Value,
+        on_close: Box<dyn FnOnce() + Send>,
+    ) -> Result<McpClient, (McpError, String)> {
+        let mut cmd = tokio::process::Command::new(&params.command);
+        cmd.args(&params.args)
+            .envs(params.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&params.cwd)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            // Its own group, so stopping it also stops what wrappers (npx, uvx) started.
+            .process_group(0)
+            .kill_on_drop(false);
+        let mut child = cmd.spawn().map_err(|e| {
+            (
+                McpError::Other(spawn_error(&params.command, &e)),
+                String::new(),
+            )
+        })?;
+        let pid = child.id();
+        let (Some(mut stdin), Some(stdout), Some(mut stderr_pipe)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err((McpError::Closed, String::new()));
+        };
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let stderr_done = {
+            let stderr = Arc::clone(&stderr);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stderr_pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let mut tail = lock(&stderr);
+                    tail.extend_from_slice(&buf[..n]);
+                    if tail.len() > MAX_STDERR_BYTES {
+                        let cut = tail.len() - MAX_STDERR_BYTES;
+                        tail.drain(..cut);
+                    }
+                }
+            })
+        };
+        let (writer, mut lines) = mpsc::unbounded_channel::<String>();
+        let stop = CancellationToken::new();
+        {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        line = lines.recv() => match line {
+                            Some(line) => {
+                                if stdin.write_all(line.as_bytes()).await.is_err() { break; }
+                                let _ = stdin.flush().await;
+                            }
+                            None => break,
+                        },
+                        _ = stop.cancelled() => break,
+                    }
+                }
+                // Dropping stdin closes it: the spec's first shutdown step.
+            });
+        }
+        let pending: PendingMap = Arc::default();
+        let (closed_tx, closed) = watch::channel(false);
+        {
+            let pending = Arc::clone(&pending);
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(stdout).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    handle_line(&line, &pending, &writer, &notifications, &roots);
+                }
+                // The server's last words on stderr belong to the failure it reports.
+                let _ = tokio::time::timeout(Duration::from_millis(500), stderr_done).await;
+                let _ = child.wait().await;
+                if let Some(pid) = pid {
+                    // Children of the server may still hold its pipes.
+                    kill_group(pid, libc::SIGTERM);
+                }
+                for (_, p) in lock(&pending).drain() {
+                    let _ = p.tx.send(Err(McpError::Closed));
+                }
+                let _ = closed_tx.send(true);
+                on_close();
+            });
+        }
+        let mut client = McpClient {
+            writer,
+            pending,
+            next_id: AtomicU64::new(1),
+            closed,
+            stderr,
+            pid,
+            http: None,
+            stop,
+            timeout_ms,
+            info: ServerInfo::default(),
+        };
+        match client.initialize().await {
+            Ok(info) => {
+                client.info = info;
+                Ok(client)
+            }
+            Err(e) => {
+                client.close().await;
+                let tail = client.stderr_tail();
+                Err((e, tail))
+            }
+        }
+    }
+
+    /// Opens a streamable-HTTP session and runs `initialize`.
+    pub async fn connect_http(
+        url: &str,
+        headers: Vec<(String, String)>,
+        timeout_ms: u64,
+        notifications: NotificationSink,
+        roots: Value,
+    ) -> Result<McpClient, McpError> {
+        let pending: PendingMap = Arc::default();
+        let (writer, lines) = mpsc::unbounded_channel::<String>();
+        let (closed_tx, closed) = watch::channel(false);
+        let stop = CancellationToken::new();
+        let session = crate::http::HttpSession::new(url, headers, closed_tx)?;
+        session.spawn_writer(
+            lines,
+            Arc::clone(&pending),
+            writer.clone(),
+            notifications,
+            roots,
+            stop.clone(),
+        );
+        let mut client = McpClient {
+            writer,
+            pending,
+            next_id: AtomicU64::new(1),
+            closed,
+            stderr: Arc::default(),
+            pid: None,
+            http: Some(Arc::clone(&session)),
+            stop,
+            timeout_ms,
+            info: ServerInfo::default(),
+        };
+        match client.initialize().await {
+            Ok(info) => {
+                client.info = info;
+                Ok(client)
+            }
+            Err(e) => {
+                client.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn initialize(&self) -> Result<ServerInfo, McpError> {
+        let result = self
+            .request(
+                "initialize",
+                Some(json!({
+                    "protocolVersion": LATEST_PROTOCOL_VERSION,
+                    "capabilities": {"roots": {}},
+                    "clientInfo": {"name": "pi", "version": crate::PI_VERSION},
+                })),
+                None,
+                None,
+            )
+            .await?;
+        let valid = result.get("protocolVersion").is_some_and(Value::is_string)
+            && result.get("capabilities").is_some_and(Value::is_object)
+            && result
+                .pointer("/serverInfo/name")
+                .is_some_and(Value::is_string)
+            && result
+                .pointer("/serverInfo/version")
+                .is_some_and(Value::is_string)
+            && result.get("instructions").is_none_or(Value::is_string);
+        if !valid {
+            return Err(McpError::Rpc {
+                code: -32600,
+                message: "Invalid MCP initialize result".into(),
+            });
+        }
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+            return Err(McpError::Other(format!(
+                "MCP server selected unsupported protocol version {version}"
+            )));
+        }
+        if let Some(http) = &self.http {
+            http.set_protocol_version(version);
+        }
+        self.notify("notifications/initialized", None);
+        Ok(ServerInfo {
+            capabilities: result.get("capabilities").cloned().unwrap_or(json!({})),
+            instructions: result
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// The last 64 KiB of the server's stderr, trimmed.
+    pub fn stderr_tail(&self) -> String {
+        let bytes = lock(&self.stderr).clone();
+        pi_js::trim(&String::from_utf8_lossy(&bytes)).to_string()
+    }
+
+    pub fn notify(&self, method: &str, params: Option<Value>) {
+        let mut msg = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        let _ = self.writer.send(format!("{msg}\n"));
+    }
+
+    /// Sends a request and waits for its answer, the timeout (re-armed by progress), `cancel`,
+    /// or the connection's end. A cancelled or timed-out request is announced to the server.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: Option<&CancellationToken>,
+        on_progress: Option<ProgressSink>,
+    ) -> Result<Value, McpError> {
+        if self.is_closed() {
+            return Err(McpError::Closed);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let mut params = params;
+        if on_progress.is_some() {
+            let p = params.get_or_insert_with(|| json!({}));
+            if let Value::Object(map) = p {
+                let meta = map.entry("_meta").or_insert_with(|| json!({}));
+                meta["progressToken"] = json!(id);
+            }
+        }
+        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        let (tx, mut rx) = oneshot::channel();
+        let progress = Arc::new(Notify::new());
+        lock(&self.pending).insert(
+            id,
+            Pending {
+                tx,
+                progress: Arc::clone(&progress),
+                on_progress,
+            },
+        );
+        if self.writer.send(format!("{msg}\n")).is_err() {
+            lock(&self.pending).remove(&id);
+            return Err(McpError::Closed);
+        }
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        loop {
+            let timeout = tokio::time::sleep(Duration::from_millis(self.timeout_ms.max(1)));
+            tokio::select! {
+                r = &mut rx => return r.unwrap_or(Err(McpError::Closed)),
+                _ = progress.notified() => continue,
+                _ = timeout => {
+                    self.cancel_pending(id, method, "Request timed out");
+                    return Err(McpError::Timeout(self.timeout_ms));
+                }
+                _ = cancel.cancelled() => {
+                    self.cancel_pending(id, method, "Aborted");
+                    return Err(McpError::Aborted);
+                }
+            }
+        }
+    }
+
+    fn cancel_pending(&self, id: u64, method: &str, reason: &str) {
+        lock(&self.pending).remove(&id);
+        // The spec forbids cancelling `initialize`.
+        if method != "initialize" {
+            self.notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": reason})),
+            );
+        }
+    }
+
+    /// Every item of a paginated list (`tools/list`, `resources/list`, ...).
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, McpError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..1000 {
+            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
+            let page = self.request(method, params, None, None).await?;
+            let Some(list) = page.get(key).and_then(Value::as_array) else {
+                return Err(McpError::Rpc {
+                    code: -32600,
+                    message: format!("Invalid MCP {method} result"),
+                });
+            };
+            items.extend(list.iter().cloned());
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(c) if !c.is_empty() => {
+                    if cursor.as_deref() == Some(c) {
+                        return Err(McpError::Other(format!(
+                            "MCP {method} returned duplicate cursor: {c}"
+                        )));
+                    }
+                    cursor = Some(c.to_string());
+                }
+                _ => return Ok(items),
+            }
+        }
+        Err(McpError::Other(format!("MCP {method} exceeded 1000 pages")))
+    }
+
+    /// Stops the server: closes stdin, then SIGTERM after 500 ms, SIGKILL 2 s later, to its
+    /// whole process group; returns once the connection ended.
+    pub async fn close(&self) {
+        self.stop.cancel();
+        if let Some(http) = &self.http {
+            http.close().await;
+            return;
+        }
+        let mut closed = self.closed.clone();
+        if tokio::time::timeout(STDIN_CLOSE_GRACE, closed.wait_for(|c| *c))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        if let Some(pid) = self.pid {
+            kill_group(pid, libc::SIGTERM);
+        }
+        if tokio::time::timeout(CLOSE_TIMEOUT, closed.wait_for(|c| *c))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        if let Some(pid) = self.pid {
+            kill_group(pid, libc::SIGKILL);
+        }
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, closed.wait_for(|c| *c)).await;
+    }
+}
+
+#[allow(unsafe_code)]
+fn kill_group(pid: u32, signal: i32) {
+    let Ok(pid) = i32::try_from(pid) else { return };
+    // SAFETY: kill(2) with a negative pid signals the process group we created for the
+    // server (`process_group(0)`); it touches no memory of ours.
+    unsafe {
+        libc::kill(-pid, signal);
+    }
+}
+
+pub(crate) fn handle_line(
+    line: &str,
+    pending: &Mutex<HashMap<u64, Pending>>,
+    writer: &mpsc::UnboundedSender<String>,
+    notifications: &NotificationSink,
+    roots: &Value,
+) {
+    let text = line.strip_suffix('\r').unwrap_or(line);
+    if pi_js::trim(text).is_empty() {
+        return;
+    }
+    let Ok(msg) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    let method = msg.get("method").and_then(Value::as_str);
+    let id = msg.get("id");
+    match (method, id) {
+        (None, Some(id)) => {
+            let Some(id) = id.as_u64() else { return };
+            let Some(p) = lock(pending).remove(&id) else {
+                return;
+            };
+            let result = match (msg.get("result"), msg.get("error")) {
+                (Some(r), None) => Ok(r.clone()),
+                (_, Some(e)) => Err(McpError::Rpc {
+                    code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                    message: e
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                }),
+                _ => return,
+            };
+            let _ = p.tx.send(result);
+        }
+        (Some(method), Some(id)) => {
+            // Requests from the server: `ping` and `roots/list` are answered, others refused.
+            let reply = match method {
+                "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+                "roots/list" => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": roots}}),
+                _ => json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": format!("Method not found: {method}")}}),
+            };
+            let _ = writer.send(format!("{reply}\n"));
+        }
+        (Some(method), None) => {
+            let params = msg.get("params").cloned().unwrap_or(Value::Null);
+            if method == "notifications/progress"
+                && let Some(token) = params.get("progressToken").and_then(Value::as_u64)
+                && params.get("progress").is_some_and(Value::is_number)
+            {
+                let guard = lock(pending);
+                if let Some(p) = guard.get(&token) {
+                    p.progress.notify_one();
+                    if let Some(cb) = &p.on_progress {
+                        cb(&params);
+                    }
+                }
+                return;
+            }
+            notifications(method, &params);
+        }
+        (None, None) => {}
+    }
+}
