@@ -103,9 +103,24 @@ impl NestedRunner {
         cancel: CancellationToken,
         started: impl FnOnce(&str),
     ) -> NestedOutcome {
+        let name = tool.name().to_string();
+        self.run_named(&name, Some(tool), args, cancel, started)
+            .await
+    }
+
+    /// Like [`NestedRunner::run`] for a tool found by name: an unknown name is a call that
+    /// fails with Pi's `Tool <name> not found` (its events and record included).
+    pub async fn run_named(
+        &self,
+        name: &str,
+        tool: Option<Arc<dyn AgentTool>>,
+        args: Value,
+        cancel: CancellationToken,
+        started: impl FnOnce(&str),
+    ) -> NestedOutcome {
         let n = self.0.count.fetch_add(1, Ordering::SeqCst) + 1;
         let id = format!("{}/{n}", self.0.parent);
-        let name = tool.name().to_string();
+        let name = name.to_string();
         let arguments = match &args {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
@@ -128,14 +143,19 @@ impl NestedRunner {
             arguments_error: None,
             rest: Default::default(),
         };
-        let (result, is_error) = self.execute(&call, tool, args, cancel).await;
+        // Pi reports `durationMs` only for a tool that ran (not for one that was blocked, failed
+        // validation or does not exist); the record always has it.
+        let (result, is_error, ran) = match tool {
+            Some(tool) => self.execute(&call, tool, args, cancel).await,
+            None => (error_result(format!("Tool {name} not found")), true, false),
+        };
         let duration_ms = (begun.elapsed().as_secs_f64() * 1000.0).round() as u64;
         self.emit(AgentEvent::ToolExecutionEnd {
             tool_call_id: id.clone(),
             tool_name: name.clone(),
             result: result.clone(),
             is_error,
-            duration_ms: Some(duration_ms),
+            duration_ms: ran.then_some(duration_ms),
             parent_tool_call_id: parent,
         });
         let error = is_error.then(|| {
@@ -179,16 +199,22 @@ impl NestedRunner {
         tool: Arc<dyn AgentTool>,
         args: Value,
         cancel: CancellationToken,
-    ) -> (AgentToolResult, bool) {
+    ) -> (AgentToolResult, bool, bool) {
         if cancel.is_cancelled() {
-            return (error_result("Operation aborted"), true);
+            return (error_result("Operation aborted"), true, false);
         }
         let args = match tool.prepare_arguments(args.clone()) {
             None => args,
             Some(f) => match f.await {
                 Ok(v @ Value::Object(_)) => v,
-                Ok(_) => return (error_result("Tool arguments must be an object"), true),
-                Err(e) => return (error_result(e.0), true),
+                Ok(_) => {
+                    return (
+                        error_result("Tool arguments must be an object"),
+                        true,
+                        false,
+                    );
+                }
+                Err(e) => return (error_result(e.0), true, false),
             },
         };
         let map = match args {
@@ -197,7 +223,7 @@ impl NestedRunner {
         };
         let args = match pi_schema::validate_tool_arguments(tool.declaration(), &map, None) {
             Ok(a) => a,
-            Err(e) => return (error_result(e), true),
+            Err(e) => return (error_result(e), true, false),
         };
         let args = match self.0.hooks.before_tool_call(call, args).await {
             Ok(ToolCallGate::Run(a)) => a,
@@ -205,9 +231,9 @@ impl NestedRunner {
                 let text = reason
                     .filter(|r| !r.is_empty())
                     .unwrap_or_else(|| "Tool execution was blocked".into());
-                return (error_result(text), true);
+                return (error_result(text), true, false);
             }
-            Err(e) => return (error_result(e), true),
+            Err(e) => return (error_result(e), true, false),
         };
         let tx = self.0.tx.clone();
         let (id, name, parent) = (call.id.clone(), call.name.clone(), self.0.parent.clone());
@@ -236,9 +262,11 @@ impl NestedRunner {
             }
             Err(e) => (error_result(e.0), true),
         };
-        self.0
+        let (result, is_error) = self
+            .0
             .hooks
             .after_tool_call(call, &args, result, is_error)
-            .await
+            .await;
+        (result, is_error, true)
     }
 }

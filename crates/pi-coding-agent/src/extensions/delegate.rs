@@ -254,6 +254,7 @@ impl HostDelegate {
             "stream" => rt.ext_stream(&params).await,
             "reload" => rt.ext_reload().await.map(|()| Value::Null),
             "navigate_tree" => rt.ext_navigate_tree(&params).await,
+            "execute_tool" => rt.ext_execute_tool(&params).await,
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
                 let registry = lock(&rt.core.registry);

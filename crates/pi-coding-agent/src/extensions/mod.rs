@@ -50,6 +50,8 @@ pub struct Extensions {
     registrations: Mutex<Registrations>,
     /// Where the partial results of running extension tools go, by tool call id.
     running_tools: Mutex<HashMap<String, ToolUpdateSink>>,
+    /// How running extension tools make nested calls (`ctx.executeTool`), by tool call id.
+    nested: Mutex<HashMap<String, (pi_agent::NestedRunner, tokio_util::sync::CancellationToken)>>,
     /// Prompts an extension started (`sendMessage`, `sendUserMessage`) that have not yet got
     /// past their preflight: a command's answer waits for them, as in Pi.
     preflights: tokio::sync::watch::Sender<usize>,
@@ -158,6 +160,24 @@ impl Extensions {
 
     pub(crate) fn untrack_tool(&self, tool_call_id: &str) {
         lock(&self.running_tools).remove(tool_call_id);
+        lock(&self.nested).remove(tool_call_id);
+    }
+
+    /// The running tool call's way to call other tools (set while it executes).
+    pub(crate) fn track_nested(
+        &self,
+        tool_call_id: &str,
+        runner: pi_agent::NestedRunner,
+        cancel: tokio_util::sync::CancellationToken,
+    ) {
+        lock(&self.nested).insert(tool_call_id.to_string(), (runner, cancel));
+    }
+
+    pub(crate) fn nested_runner(
+        &self,
+        tool_call_id: &str,
+    ) -> Option<(pi_agent::NestedRunner, tokio_util::sync::CancellationToken)> {
+        lock(&self.nested).get(tool_call_id).cloned()
     }
 
     /// A partial result from a running extension tool (`onUpdate`).

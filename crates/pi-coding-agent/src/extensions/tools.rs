@@ -60,6 +60,10 @@ impl AgentTool for ExtensionTool {
                 .ok_or_else(|| ToolError::new("the extension host is not running"))?;
             let id = invocation.tool_call_id.clone();
             core.ext.track_tool(&id, Arc::clone(&invocation.updates));
+            if let Some(runner) = pi_agent::NestedRunner::current() {
+                core.ext
+                    .track_nested(&id, runner, invocation.cancel.clone());
+            }
             let mut params = Map::new();
             params.insert("tool".into(), json!(name));
             params.insert("toolCallId".into(), json!(id));
@@ -98,6 +102,36 @@ impl AgentTool for ExtensionTool {
             host.request("prepare_args", params)
                 .await
                 .map_err(host_failure)
+        }))
+    }
+}
+
+impl crate::runtime::Runtime {
+    /// `ctx.executeTool(name, args)` from a running extension tool: a nested call through the
+    /// agent loop's pipeline (hooks, validation, `tool_execution_*` with `parentToolCallId`,
+    /// the result's `nestedCalls`). Answers Pi's `AgentToolCallOutcome`.
+    pub(crate) async fn ext_execute_tool(&self, params: &Value) -> Result<Value, String> {
+        let text = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
+        let (parent, name) = (text("parentToolCallId"), text("name"));
+        let args = params
+            .get("args")
+            .cloned()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        let Some((runner, cancel)) = self.core.ext.nested_runner(parent) else {
+            return Err("ctx.executeTool() is only available while the tool runs".into());
+        };
+        let tool = pi_mcp::codemode::CodemodeHost::callable(&*self.core)
+            .into_iter()
+            .map(|c| c.tool)
+            .find(|t| t.name() == name);
+        let outcome = runner
+            .run_named(name, tool, args.clone(), cancel, |_| {})
+            .await;
+        Ok(json!({
+            "toolCall": { "type": "toolCall", "id": outcome.id, "name": name, "arguments": args },
+            "result": outcome.result,
+            "isError": outcome.is_error,
         }))
     }
 }
