@@ -3,7 +3,7 @@
 use crate::output::Output;
 use crate::request::setup_error;
 use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
-use crate::{anthropic, faux, google, openai_completions, openai_responses};
+use crate::{anthropic, faux, google, openai_completions, openai_responses, pi_messages};
 use pi_js::now_ms;
 use pi_protocol::model::Model;
 use std::sync::{OnceLock, PoisonError, RwLock};
@@ -40,7 +40,12 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
     let timestamp = now_ms();
     let known = matches!(
         model.api.as_str(),
-        openai_completions::API | anthropic::API | openai_responses::API | google::API | faux::API
+        openai_completions::API
+            | anthropic::API
+            | openai_responses::API
+            | google::API
+            | pi_messages::API
+            | faux::API
     );
     if !known {
         if let Some(f) = registered_api(&model.api) {
@@ -88,6 +93,7 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             anthropic::API => anthropic::run(model, context, options, out).await,
             openai_responses::API => openai_responses::run(model, context, options, out).await,
             google::API => google::run(model, context, options, out).await,
+            pi_messages::API => pi_messages::run(model, context, options, out).await,
             _ => faux::run(model, context, options, out).await,
         }
     });

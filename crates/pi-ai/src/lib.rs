@@ -11,6 +11,7 @@ pub mod http;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod output;
+pub mod pi_messages;
 pub mod provider_error;
 pub mod request;
 pub mod sse;
