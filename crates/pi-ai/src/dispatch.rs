@@ -3,7 +3,10 @@
 use crate::output::Output;
 use crate::request::setup_error;
 use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
-use crate::{anthropic, faux, google, openai_completions, openai_responses, pi_messages};
+use crate::{
+    anthropic, azure_openai_responses, faux, google, openai_codex_responses, openai_completions,
+    openai_responses, pi_messages,
+};
 use pi_js::now_ms;
 use pi_protocol::model::Model;
 use std::sync::{OnceLock, PoisonError, RwLock};
@@ -45,6 +48,8 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             | openai_responses::API
             | google::API
             | pi_messages::API
+            | azure_openai_responses::API
+            | openai_codex_responses::API
             | faux::API
     );
     if !known {
@@ -94,6 +99,12 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             openai_responses::API => openai_responses::run(model, context, options, out).await,
             google::API => google::run(model, context, options, out).await,
             pi_messages::API => pi_messages::run(model, context, options, out).await,
+            azure_openai_responses::API => {
+                azure_openai_responses::run(model, context, options, out).await
+            }
+            openai_codex_responses::API => {
+                openai_codex_responses::run(model, context, options, out).await
+            }
             _ => faux::run(model, context, options, out).await,
         }
     });

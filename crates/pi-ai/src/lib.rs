@@ -1,6 +1,7 @@
 //! Talking to LLMs: one module per wire API, all streaming into the same [`StreamEvent`]s.
 
 pub mod anthropic;
+pub mod azure_openai_responses;
 pub mod budget;
 pub mod cost;
 mod dispatch;
@@ -8,6 +9,7 @@ pub mod errors;
 pub mod faux;
 pub mod google;
 pub mod http;
+pub mod openai_codex_responses;
 pub mod openai_completions;
 pub mod openai_responses;
 pub mod output;

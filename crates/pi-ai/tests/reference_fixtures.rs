@@ -368,6 +368,21 @@ async fn run_case(case: Case) -> Vec<String> {
                         want.get(lo..(at + 150).min(want.len())).unwrap_or("")
                     ));
                 }
+                for name in compared_headers(&case.model.api) {
+                    let want = expected["headers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|h| h[0] == *name)
+                        .map(|h| h[1].as_str().unwrap().to_string());
+                    let ours = g.header(name).map(str::to_string);
+                    if ours != want {
+                        problems.push(format!(
+                            "{}: header {name}: ours {ours:?}, pi {want:?}",
+                            case.name
+                        ));
+                    }
+                }
                 let want_path = expected["path"].as_str().unwrap();
                 if g.path != want_path {
                     problems.push(format!("{}: path {} != {}", case.name, g.path, want_path));
@@ -401,6 +416,29 @@ async fn run_case(case: Case) -> Vec<String> {
         ));
     }
     problems
+}
+
+/// The request headers that must equal Pi's for an API (identity and transport headers of
+/// the SDKs Pi uses, like `x-stainless-*`, are not part of the contract).
+fn compared_headers(api: &str) -> &'static [&'static str] {
+    match api {
+        "azure-openai-responses" => &["api-key", "accept", "content-type", "authorization"],
+        "openai-codex-responses" => &[
+            "originator",
+            "authorization",
+            "chatgpt-account-id",
+            "openai-beta",
+            "accept",
+            "content-type",
+            "session-id",
+            "x-client-request-id",
+        ],
+        "mistral-conversations" => &["accept", "authorization", "content-type", "x-affinity"],
+        "pi-messages" => &["authorization", "accept", "content-type", "user-agent"],
+        "google-vertex" => &["x-goog-api-key", "content-type", "authorization"],
+        "bedrock-converse-stream" => &["content-type", "x-amz-content-sha256"],
+        _ => &[],
+    }
 }
 
 async fn check_api(api: &str) {
