@@ -7,6 +7,7 @@ pub mod cost;
 mod dispatch;
 pub mod errors;
 pub mod faux;
+pub mod mistral_conversations;
 pub mod google;
 pub mod http;
 pub mod openai_codex_responses;
