@@ -116,9 +116,13 @@ fn base_url(model: &Model, options: &StreamOptions) -> Result<String, String> {
         .next()
         .unwrap_or("")
         .to_ascii_lowercase();
-    let azure = [".openai.azure.com", ".cognitiveservices.azure.com", ".ai.azure.com"]
-        .iter()
-        .any(|s| host.ends_with(s));
+    let azure = [
+        ".openai.azure.com",
+        ".cognitiveservices.azure.com",
+        ".ai.azure.com",
+    ]
+    .iter()
+    .any(|s| host.ends_with(s));
     let path = path_query.split(['?', '#']).next().unwrap_or("");
     let path = path.trim_end_matches('/');
     if azure && ["", "/openai", "/openai/v1/responses"].contains(&path) {

@@ -4,8 +4,8 @@ use crate::output::Output;
 use crate::request::setup_error;
 use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
 use crate::{
-    anthropic, azure_openai_responses, faux, google, mistral_conversations, openai_codex_responses,
-    openai_completions, openai_responses, pi_messages,
+    anthropic, azure_openai_responses, faux, google, google_vertex, mistral_conversations,
+    openai_codex_responses, openai_completions, openai_responses, pi_messages,
 };
 use pi_js::now_ms;
 use pi_protocol::model::Model;
@@ -48,6 +48,7 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             | openai_responses::API
             | google::API
             | pi_messages::API
+            | google_vertex::API
             | mistral_conversations::API
             | azure_openai_responses::API
             | openai_codex_responses::API
@@ -100,6 +101,7 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             openai_responses::API => openai_responses::run(model, context, options, out).await,
             google::API => google::run(model, context, options, out).await,
             pi_messages::API => pi_messages::run(model, context, options, out).await,
+            google_vertex::API => google_vertex::run(model, context, options, out).await,
             mistral_conversations::API => {
                 mistral_conversations::run(model, context, options, out).await
             }

@@ -52,7 +52,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
         Err(e) => return out.fail(cancel.is_cancelled(), e).await,
     };
     let mut req = http::Request {
-        url: format!("{}/v1/chat/completions", model.base_url.trim_end_matches('/')),
+        url: format!(
+            "{}/v1/chat/completions",
+            model.base_url.trim_end_matches('/')
+        ),
         headers: headers(&model, &options, &key).0,
         body: to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
@@ -295,7 +298,10 @@ fn build_body(
             .as_ref()
             .and_then(|c| c.supports_strict_mode)
             .unwrap_or(false);
-        b.insert("tools".into(), Value::Array(function_tools(&tools, strict)?));
+        b.insert(
+            "tools".into(),
+            Value::Array(function_tools(&tools, strict)?),
+        );
     }
     if let Some(t) = options.temperature {
         b.insert("temperature".into(), json!(t));
@@ -438,8 +444,10 @@ fn chat_messages(messages: &[AgentMessage], images: bool) -> Vec<Value> {
                         }
                     }
                 }
-                out.push(json!({"role": "tool", "name": t.tool_name, "content": content,
-                    "tool_call_id": t.tool_call_id}));
+                out.push(
+                    json!({"role": "tool", "name": t.tool_name, "content": content,
+                    "tool_call_id": t.tool_call_id}),
+                );
             }
             _ => {}
         }
@@ -738,7 +746,10 @@ mod tests {
 
     #[test]
     fn http_errors_quote_the_body_or_the_status_text() {
-        assert_eq!(status_error(502, ""), "Mistral API error (502): Bad Gateway");
+        assert_eq!(
+            status_error(502, ""),
+            "Mistral API error (502): Bad Gateway"
+        );
         assert_eq!(
             status_error(400, " {\"a\":1} "),
             "Mistral API error (400): {\"a\":1}"

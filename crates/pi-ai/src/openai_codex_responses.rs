@@ -225,9 +225,13 @@ fn status_error(status: u16, raw: &str) -> String {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_ascii_lowercase();
-        let limited = ["usage_limit_reached", "usage_not_included", "rate_limit_exceeded"]
-            .iter()
-            .any(|c| code.contains(c));
+        let limited = [
+            "usage_limit_reached",
+            "usage_not_included",
+            "rate_limit_exceeded",
+        ]
+        .iter()
+        .any(|c| code.contains(c));
         if limited || status == 429 {
             let plan = err["plan_type"]
                 .as_str()
@@ -282,8 +286,14 @@ mod tests {
             "https://chatgpt.com/backend-api/codex/responses"
         );
         assert_eq!(codex_url("http://h/codex"), "http://h/codex/responses");
-        assert_eq!(codex_url("http://h/codex/responses"), "http://h/codex/responses");
-        assert_eq!(codex_url(""), "https://chatgpt.com/backend-api/codex/responses");
+        assert_eq!(
+            codex_url("http://h/codex/responses"),
+            "http://h/codex/responses"
+        );
+        assert_eq!(
+            codex_url(""),
+            "https://chatgpt.com/backend-api/codex/responses"
+        );
     }
 
     #[test]

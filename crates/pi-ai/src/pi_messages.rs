@@ -75,7 +75,9 @@ async fn relay(
     let url = format!("{}/messages", model.base_url.trim_end_matches('/'));
     let body = to_js_string(&payload(model, context, options)).unwrap_or_default();
     let mut headers = base_headers(model, &Default::default(), &[]);
-    headers.0.retain(|(n, _)| n.eq_ignore_ascii_case("user-agent"));
+    headers
+        .0
+        .retain(|(n, _)| n.eq_ignore_ascii_case("user-agent"));
     if let Some(ua) = &options.user_agent {
         headers.set("User-Agent", ua.clone());
     }
@@ -158,7 +160,9 @@ fn payload(model: &Model, context: &LlmContext, options: &StreamOptions) -> Valu
     // Backend defaults apply when unset; only the legacy environment opt-in is passed on.
     let retention = match options.cache_retention {
         Some(r) => Some(r),
-        None => CacheRetention::resolve(None).eq(&CacheRetention::Long).then_some(CacheRetention::Long),
+        None => CacheRetention::resolve(None)
+            .eq(&CacheRetention::Long)
+            .then_some(CacheRetention::Long),
     };
     if let Some(r) = retention {
         let name = match r {
@@ -314,7 +318,11 @@ impl Converter {
         match kind {
             "done" | "error" => {
                 self.finish(ev, kind == "error", out);
-                return Ok(Some(if kind == "error" { End::Error } else { End::Done }));
+                return Ok(Some(if kind == "error" {
+                    End::Error
+                } else {
+                    End::Done
+                }));
             }
             "start" => out.start().await,
             "text_start" => {
@@ -342,7 +350,11 @@ impl Converter {
                 .await;
             }
             "thinking_start" => {
-                put(out, index, AssistantBlock::Thinking(ThinkingContent::new("")));
+                put(
+                    out,
+                    index,
+                    AssistantBlock::Thinking(ThinkingContent::new("")),
+                );
                 out.emit(StreamEvent::ThinkingStart { index, usage }).await;
             }
             "thinking_delta" => {
@@ -403,7 +415,8 @@ impl Converter {
                 if let Some(AssistantBlock::ToolCall(tc)) = out.msg.content.get_mut(index) {
                     // `Object.assign(block, event.toolCall)`: the backend's fields win.
                     let mut merged = serde_json::to_value(&*tc).unwrap_or_default();
-                    if let (Some(m), Some(src)) = (merged.as_object_mut(), ev["toolCall"].as_object())
+                    if let (Some(m), Some(src)) =
+                        (merged.as_object_mut(), ev["toolCall"].as_object())
                     {
                         for (k, v) in src {
                             m.insert(k.clone(), v.clone());

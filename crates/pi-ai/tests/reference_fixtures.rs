@@ -159,11 +159,18 @@ fn normalize(msg: &str) -> String {
     }
     v.remove("thinkingLevel");
     // Diagnostics carry clocks, a JavaScript stack and the mock's port.
+    let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
     if let Some(Value::Array(ds)) = v.get_mut("diagnostics") {
         for d in ds {
             d["timestamp"] = json!(0);
             if let Some(stack) = d["error"].get_mut("stack") {
-                let first = stack.as_str().unwrap_or("").lines().next().unwrap_or("").to_string();
+                let first = stack
+                    .as_str()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
                 *stack = json!(first);
             }
             if let Some(details) = d.get_mut("details").and_then(Value::as_object_mut) {
@@ -171,8 +178,7 @@ fn normalize(msg: &str) -> String {
                     details.insert("timestampMs".into(), json!(0));
                 }
                 if let Some(url) = details.get("url").and_then(Value::as_str) {
-                    let re = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
-                    let url = re.replace(url, "127.0.0.1:PORT").into_owned();
+                    let url = port.replace(url, "127.0.0.1:PORT").into_owned();
                     details.insert("url".into(), json!(url));
                 }
             }

@@ -234,8 +234,8 @@ fn codex_event(ev: &crate::sse::SseEvent) -> Result<Option<Value>, String> {
     if data.is_empty() || data == "[DONE]" {
         return Ok(None);
     }
-    let mut v = pi_js::parse::parse_js_json(data)
-        .map_err(|e| format!("Invalid Codex SSE JSON: {e}"))?;
+    let mut v =
+        pi_js::parse::parse_js_json(data).map_err(|e| format!("Invalid Codex SSE JSON: {e}"))?;
     let Some(kind) = v["type"].as_str().map(String::from) else {
         return Ok(None);
     };
@@ -261,8 +261,15 @@ fn codex_event(ev: &crate::sse::SseEvent) -> Result<Option<Value>, String> {
             v["type"] = "response.completed".into();
             if let Some(r) = v.get_mut("response").and_then(Value::as_object_mut) {
                 let known = r.get("status").and_then(Value::as_str).is_some_and(|s| {
-                    ["completed", "incomplete", "failed", "cancelled", "queued", "in_progress"]
-                        .contains(&s)
+                    [
+                        "completed",
+                        "incomplete",
+                        "failed",
+                        "cancelled",
+                        "queued",
+                        "in_progress",
+                    ]
+                    .contains(&s)
                 });
                 if !known {
                     r.remove("status");
