@@ -95,6 +95,8 @@ pub enum SendError {
         status: u16,
         body: String,
         content_type: Option<String>,
+        /// The response headers, names lowercase (AWS names the error type in one).
+        headers: Vec<(String, String)>,
     },
     /// No connection; the deepest cause as Node reports it (`connect ECONNREFUSED 127.0.0.1:1`).
     Connect(String),
@@ -187,6 +189,7 @@ pub async fn send(
         cancelled: None,
     };
     if !(200..300).contains(&status) {
+        let headers = body.headers();
         let mut text = Vec::new();
         loop {
             match body.chunk(cancel).await {
@@ -199,6 +202,7 @@ pub async fn send(
             status,
             body: String::from_utf8_lossy(&text).into_owned(),
             content_type,
+            headers,
         });
     }
     Ok(body)

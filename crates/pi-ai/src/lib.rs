@@ -2,6 +2,7 @@
 
 pub mod anthropic;
 pub mod azure_openai_responses;
+pub mod bedrock;
 pub mod budget;
 pub mod cost;
 mod dispatch;
@@ -25,7 +26,7 @@ pub mod tool_args;
 pub mod transcript;
 pub mod transform;
 
-pub use dispatch::{ApiStreamFn, register_api, stream};
+pub use dispatch::{ApiStreamFn, BUILT_IN_APIS, has_api, register_api, stream};
 pub use stream::{
     AssistantStream, CacheRetention, LlmContext, ProviderHooks, StreamEvent, StreamOptions,
     StreamSender,

@@ -198,7 +198,8 @@ struct Case {
     model: Model,
     options: StreamOptions,
     context: Vec<AgentMessage>,
-    reply: Option<Reply>,
+    /// The replies this response consumes (more than one when the client retries).
+    replies: Vec<Reply>,
     request: Option<Value>,
     events: Vec<Value>,
     message: String,
@@ -237,6 +238,15 @@ async fn cases_for(path: &std::path::Path) -> Vec<Case> {
         .and_then(Value::as_u64);
     for (si, step) in fx["steps"].as_array().unwrap().iter().enumerate() {
         let requests = step["requests"].as_array().unwrap();
+        let messages_in_step = step["stdout"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| {
+                let l = l.as_str().unwrap();
+                l.starts_with("{\"type\":\"message_end\",\"message\":{\"role\":\"assistant\"")
+            })
+            .count();
         let responses = step["responses"].as_array().unwrap();
         let mut k = 0;
         let mut events = Vec::new();
@@ -307,7 +317,16 @@ async fn cases_for(path: &std::path::Path) -> Vec<Case> {
                             model,
                             options,
                             context: ctx,
-                            reply: responses.get(k).map(reply_from),
+                            // One response that took several requests: the client retried.
+                            replies: if messages_in_step == 1 && requests.len() > 1 {
+                                responses
+                                    .iter()
+                                    .take(requests.len())
+                                    .map(reply_from)
+                                    .collect()
+                            } else {
+                                responses.get(k).map(reply_from).into_iter().collect()
+                            },
                             request,
                             events: std::mem::take(&mut events),
                             message: normalize(&raw),
@@ -328,8 +347,8 @@ async fn cases_for(path: &std::path::Path) -> Vec<Case> {
 async fn run_case(case: Case) -> Vec<String> {
     let mut problems = Vec::new();
     let before = case.mock.requests().len();
-    if let Some(r) = case.reply.clone() {
-        case.mock.push(r);
+    for r in &case.replies {
+        case.mock.push(r.clone());
     }
     let cancel = case.options.cancel.clone();
     if case.abort {
