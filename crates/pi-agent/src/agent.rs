@@ -115,6 +115,33 @@ pub trait RunHooks: Send + Sync {
     fn api_key<'a>(&'a self, _provider: &'a str) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { None })
     }
+
+    /// Everything a request to `model` needs from its credential, resolved per request (an
+    /// OAuth token may be refreshed first); `Err` is the text the response fails with, before
+    /// anything is sent. Defaults to [`Self::api_key`].
+    fn request_credentials<'a>(
+        &'a self,
+        model: &'a Model,
+    ) -> BoxFuture<'a, Result<RequestCredentials, String>> {
+        Box::pin(async move {
+            Ok(RequestCredentials {
+                api_key: self.api_key(&model.provider).await,
+                ..RequestCredentials::default()
+            })
+        })
+    }
+}
+
+/// A request's credential as the provider adapter takes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestCredentials {
+    pub api_key: Option<String>,
+    /// Headers the credential adds (a token sent as `Authorization`, ...).
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Provider settings that travel with the credential (AWS profile, Google project, ...).
+    pub env: std::collections::BTreeMap<String, String>,
+    /// The endpoint the credential names, replacing the model's.
+    pub base_url: Option<String>,
 }
 
 /// Hooks that do nothing.

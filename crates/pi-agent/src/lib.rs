@@ -12,8 +12,8 @@ mod tool_exec;
 pub mod transcript;
 
 pub use agent::{
-    Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm, RunHooks,
-    StreamFn, ToolCallGate, TurnContext, TurnUpdate,
+    Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm,
+    RequestCredentials, RunHooks, StreamFn, ToolCallGate, TurnContext, TurnUpdate,
 };
 pub use event::AgentEvent;
 pub use tool::{

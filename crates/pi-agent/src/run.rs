@@ -196,23 +196,46 @@ async fn stream_assistant_response(
         .transform_context(st.context.clone())
         .await;
     let llm_messages = (agent.config.convert_to_llm)(&context);
-    let api_key = agent.config.hooks.api_key(&st.model.provider).await;
-    let options = StreamOptions {
-        api_key,
-        reasoning: st.reasoning,
-        max_tokens: agent.config.max_tokens,
-        session_id: agent.config.session_id.clone(),
-        cancel: cancel.child_token(),
-        hooks: agent.config.hooks.provider_hooks(),
-        ..StreamOptions::default()
+    let started_at = std::time::Instant::now();
+    let credentials = agent.config.hooks.request_credentials(&st.model).await;
+    let mut stream = match credentials {
+        Ok(creds) => {
+            let options = StreamOptions {
+                api_key: creds.api_key,
+                headers: creds.headers,
+                env: creds.env,
+                reasoning: st.reasoning,
+                max_tokens: agent.config.max_tokens,
+                session_id: agent.config.session_id.clone(),
+                cancel: cancel.child_token(),
+                hooks: agent.config.hooks.provider_hooks(),
+                ..StreamOptions::default()
+            };
+            let request_model = match creds.base_url {
+                Some(url) => {
+                    let mut m = st.model.clone();
+                    m.base_url = url;
+                    m
+                }
+                None => st.model.clone(),
+            };
+            (agent.config.stream_fn)(
+                &request_model,
+                LlmContext {
+                    messages: llm_messages,
+                },
+                options,
+            )
+        }
+        // The credential could not be resolved (a refresh failed): the response fails before
+        // anything is sent, as Pi's request setup does.
+        Err(text) => pi_ai::AssistantStream::immediate(pi_ai::request::setup_error(
+            &st.model,
+            text,
+            started_at,
+            now_ms(),
+        )),
     };
-    let mut stream = (agent.config.stream_fn)(
-        &st.model,
-        LlmContext {
-            messages: llm_messages,
-        },
-        options,
-    );
     let requested = st.reasoning.unwrap_or(ThinkingLevel::Off);
     let mut started = false;
     let mut final_message = loop {

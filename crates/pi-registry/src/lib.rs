@@ -35,6 +35,7 @@ mod local;
 mod messages;
 mod model_registry;
 mod models_json;
+pub mod oauth;
 mod reference;
 mod request_auth;
 mod schema;
@@ -55,7 +56,7 @@ pub use messages::{
     oauth_failed,
 };
 pub use model_registry::{LoadError, LoadOptions, ModelRegistry};
-pub use request_auth::{AuthError, RequestAuth};
+pub use request_auth::{AuthError, RequestAuth, request_auth_shared};
 pub use scope::{CliModel, Diagnostic, DiagnosticKind, ScopedModel, resolve_scope};
 pub use selection::{
     DEFAULT_THINKING_LEVEL, ModelSettings, SessionModelState, StartupRequest, StartupSelection,

@@ -112,6 +112,8 @@ pub struct ModelRegistry {
     configured: Vec<String>,
     available: Vec<Arc<Model>>,
     pub(crate) local: Option<LocalProvider>,
+    /// `<agent-dir>/auth.json`, where OAuth refreshes are written back.
+    pub(crate) auth_path: PathBuf,
 }
 
 /// `https://radius.pi.dev` in the form Pi compares gateways.
@@ -125,7 +127,7 @@ fn normalize_gateway(url: &str) -> String {
     with_scheme.trim_end_matches('/').to_string()
 }
 
-fn radius_gateway(base_url: &str) -> String {
+pub(crate) fn radius_gateway(base_url: &str) -> String {
     let trimmed = base_url.strip_suffix('/').unwrap_or(base_url);
     let gateway = trimmed.strip_suffix("/v1").unwrap_or(base_url);
     normalize_gateway(gateway)
@@ -152,6 +154,7 @@ impl ModelRegistry {
             configured: Vec::new(),
             available: Vec::new(),
             local: options.local,
+            auth_path: dir.join("auth.json"),
         };
         if let Some(e) = &registry.config.error {
             registry.errors.push(LoadError::ModelsJson(e.clone()));

@@ -3,7 +3,7 @@
 //! `message_end`.
 
 use super::{Core, lock};
-use pi_agent::{BoxFuture, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
+use pi_agent::{BoxFuture, RequestCredentials, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
 use pi_protocol::content::ToolCall;
 use pi_protocol::event::CompactionReason;
 use pi_protocol::message::AgentMessage;
@@ -45,6 +45,41 @@ impl RunHooks for Core {
                 .request_auth(&model)
                 .ok()
                 .and_then(|a| a.api_key)
+        })
+    }
+
+    fn request_credentials<'a>(
+        &'a self,
+        model: &'a pi_protocol::model::Model,
+    ) -> BoxFuture<'a, Result<RequestCredentials, String>> {
+        Box::pin(async move {
+            let oauth = lock(&self.registry).is_using_oauth(&model.provider);
+            match pi_registry::request_auth_shared(&self.registry, model).await {
+                Ok(auth) => {
+                    let mut creds = RequestCredentials {
+                        api_key: auth.api_key,
+                        base_url: auth.base_url,
+                        ..RequestCredentials::default()
+                    };
+                    for (k, v) in auth.env.iter().flat_map(|e| e.iter()) {
+                        if let Some(v) = v.as_str() {
+                            creds.env.insert(k.clone(), v.to_string());
+                        }
+                    }
+                    // Headers an OAuth login adds (Kimi sends its token as `Authorization`).
+                    if oauth {
+                        for (k, v) in auth.headers.iter().flat_map(|h| h.iter()) {
+                            if let Some(v) = v {
+                                creds.headers.insert(k.clone(), v.clone());
+                            }
+                        }
+                    }
+                    Ok(creds)
+                }
+                // A stored login that cannot give a token fails the response with Pi's text.
+                Err(e) if oauth => Err(e.to_string()),
+                Err(_) => Ok(RequestCredentials::default()),
+            }
         })
     }
 
