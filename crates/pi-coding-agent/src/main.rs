@@ -78,6 +78,10 @@ fn run(argv: &[String]) -> i32 {
                 }
             }
         }
+        Action::Command {
+            command: cli::Subcommand::Auth,
+            args,
+        } => pi_coding_agent::commands::auth::run(args),
         Action::Command { command, .. } => {
             eprintln!(
                 "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",

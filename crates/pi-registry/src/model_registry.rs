@@ -462,6 +462,55 @@ impl ModelRegistry {
         self.providers.iter().map(|p| p.id.as_str()).collect()
     }
 
+    /// The stored credentials of `auth.json`: provider id and `type`, in file order (an
+    /// unreadable file is its error text).
+    pub fn stored_credentials(&self) -> Result<Vec<(String, String)>, String> {
+        match &self.auth_file {
+            AuthFile::Entries(e) => Ok(e
+                .iter()
+                .map(|(id, c)| {
+                    let kind = match c {
+                        crate::auth_json::StoredCredential::ApiKey { .. } => "api_key".to_string(),
+                        crate::auth_json::StoredCredential::OAuth { .. } => "oauth".to_string(),
+                        crate::auth_json::StoredCredential::Other { kind } => kind.clone(),
+                    };
+                    (id.clone(), kind)
+                })
+                .collect()),
+            AuthFile::Invalid(msg) => Err(msg.clone()),
+        }
+    }
+
+    /// `<agent-dir>/auth.json`.
+    pub fn auth_path(&self) -> &Path {
+        &self.auth_path
+    }
+
+    /// A provider's first model (what provider-level auth resolves against).
+    pub fn first_model(&self, provider: &str) -> Option<Arc<Model>> {
+        self.providers
+            .iter()
+            .find(|p| p.id == provider)
+            .and_then(|p| p.models().first().cloned())
+    }
+
+    /// Whether the provider takes an API key typed at login (its key comes from a variable or
+    /// `auth.json`, not from ambient files like AWS's or Google's).
+    pub fn offers_api_key_login(&self, provider: &str) -> bool {
+        self.providers
+            .iter()
+            .find(|p| p.id == provider)
+            .is_some_and(|p| p.auth().offers_key_login())
+    }
+
+    /// Whether the provider offers an account (OAuth) login.
+    pub fn offers_oauth(&self, provider: &str) -> bool {
+        self.providers
+            .iter()
+            .find(|p| p.id == provider)
+            .is_some_and(|p| p.auth().has_oauth())
+    }
+
     /// A provider's display name (`name` in models.json, else the built-in name, else the id).
     pub fn provider_name(&self, provider: &str) -> Option<&str> {
         self.providers

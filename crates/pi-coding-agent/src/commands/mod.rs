@@ -1,0 +1,4 @@
+//! Subcommands that run instead of a session (`pi auth ...`).
+
+pub mod auth;
+pub mod auth_login;
