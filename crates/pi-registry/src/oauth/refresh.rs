@@ -6,17 +6,17 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
-const ANTHROPIC_CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
-const ANTHROPIC_TOKEN_URL: &str = "https://platform.claude.com/v1/oauth/token";
-const CODEX_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
-const CODEX_TOKEN_URL: &str = "https://auth.openai.com/oauth/token";
+pub(crate) const ANTHROPIC_CLIENT_ID: &str = "9d1c250a-e61b-44d9-88ed-5944d1962f5e";
+pub(crate) const ANTHROPIC_TOKEN_URL: &str = "https://platform.claude.com/v1/oauth/token";
+pub(crate) const CODEX_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
+pub(crate) const CODEX_TOKEN_URL: &str = "https://auth.openai.com/oauth/token";
 const CHATGPT_TOKEN_URL: &str = "https://auth.openai.com/api/accounts/oauth/token";
 const CHATGPT_RESOURCE: &str = "https://api.openai.com/v1";
 const CHATGPT_DIRECT_SCOPE: &str = "chatgpt.tokens.use.direct";
 const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 const KIMI_OAUTH_HOST: &str = "https://auth.kimi.com";
-const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
-const XAI_TOKEN_URL: &str = "https://auth.x.ai/oauth2/token";
+pub(crate) const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
+pub(crate) const XAI_TOKEN_URL: &str = "https://auth.x.ai/oauth2/token";
 const META_MINT_URL: &str = "https://api.meta.ai/muse-code/key";
 const RADIUS_CLIENT_ID: &str = "pi-gateway";
 /// Copilot's editor identity, sent with every Copilot token and model request.
@@ -36,15 +36,16 @@ fn client() -> Result<reqwest::Client, String> {
         .map_err(|e| e.to_string())
 }
 
-fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     pi_js::now_ms() as f64
 }
 
-fn num(v: f64) -> Value {
+pub(crate) fn num(v: f64) -> Value {
     pi_js::json::js_number_value(v)
 }
 
-fn form(pairs: &[(&str, &str)]) -> String {
+/// `application/x-www-form-urlencoded` pairs (`URLSearchParams`).
+pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
     let enc = |s: &str| {
         let mut out = String::new();
         for b in s.bytes() {
@@ -66,22 +67,26 @@ fn form(pairs: &[(&str, &str)]) -> String {
 }
 
 /// A finished exchange: status, reason phrase, body text.
-struct Reply {
-    status: u16,
-    status_text: String,
-    body: String,
+pub(crate) struct Reply {
+    pub status: u16,
+    pub status_text: String,
+    pub body: String,
 }
 
 impl Reply {
-    fn ok(&self) -> bool {
+    pub fn ok(&self) -> bool {
         (200..300).contains(&self.status)
     }
-    fn json(&self) -> Option<Value> {
+    pub fn json(&self) -> Option<Value> {
         pi_js::parse::parse_js_json(&self.body).ok()
     }
 }
 
-async fn post(url: &str, headers: &[(&str, &str)], body: String) -> Result<Reply, String> {
+pub(crate) async fn post(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: String,
+) -> Result<Reply, String> {
     let mut req = client()?.post(url);
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -187,6 +192,25 @@ pub fn codex_account_id(access: &str) -> Option<String> {
         .as_str()
         .filter(|a| !a.is_empty())
         .map(String::from)
+}
+
+/// The stored credential for tokens from OpenAI's token endpoint (Codex).
+pub(crate) fn codex_credential(json: &Value) -> Result<Value, String> {
+    let (Some(access), Some(refresh), Some(expires_in)) = (
+        str_field(json, "access_token"),
+        str_field(json, "refresh_token"),
+        json["expires_in"].as_f64(),
+    ) else {
+        return Err(format!(
+            "OpenAI Codex token exchange response missing fields: {}",
+            pi_js::json::to_js_string(json).unwrap_or_default()
+        ));
+    };
+    let account = codex_account_id(access).ok_or("Failed to extract accountId from token")?;
+    Ok(
+        json!({"type": "oauth", "access": access, "refresh": refresh,
+        "expires": num(now() + expires_in * 1000.0), "accountId": account}),
+    )
 }
 
 async fn codex(refresh: &str) -> Result<Value, String> {
@@ -323,6 +347,17 @@ pub fn copilot_domain(cred: &Map<String, Value>) -> Option<String> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let host = rest.split(['/', ':', '?', '#']).next()?;
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
+}
+
+pub(crate) async fn copilot_token(
+    github_token: &str,
+    domain: Option<String>,
+) -> Result<Value, String> {
+    let mut cred = Map::new();
+    if let Some(d) = domain {
+        cred.insert("enterpriseUrl".into(), d.into());
+    }
+    copilot(&cred, github_token).await
 }
 
 async fn copilot(cred: &Map<String, Value>, refresh: &str) -> Result<Value, String> {
