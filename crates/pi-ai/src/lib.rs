@@ -4,6 +4,7 @@ pub mod anthropic;
 pub mod azure_openai_responses;
 pub mod bedrock;
 pub mod budget;
+pub mod copilot;
 pub mod cost;
 mod dispatch;
 pub mod errors;
