@@ -130,9 +130,21 @@ pub trait RunHooks: Send + Sync {
             })
         })
     }
+
+    /// A response failed before anything streamed; `true` when its credential was rejected
+    /// and has been renewed, so the request is worth making once more.
+    fn credentials_rejected<'a>(
+        &'a self,
+        _model: &'a Model,
+        _failed: &'a AssistantMessage,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
 }
 
 /// A request's credential as the provider adapter takes it.
+///
+/// See also [`RunHooks::credentials_rejected`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestCredentials {
     pub api_key: Option<String>,

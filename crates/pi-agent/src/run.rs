@@ -196,6 +196,53 @@ async fn stream_assistant_response(
         .transform_context(st.context.clone())
         .await;
     let llm_messages = (agent.config.convert_to_llm)(&context);
+    let mut attempt = 0;
+    let (mut final_message, started) = loop {
+        attempt += 1;
+        let (message, started) = request_once(agent, st, cancel, llm_messages.clone()).await;
+        // A subscription token the provider rejected before anything streamed is refreshed
+        // once and the request made again.
+        let rejected = attempt == 1
+            && !started
+            && message.stop_reason == StopReason::Error
+            && !cancel.is_cancelled()
+            && agent
+                .config
+                .hooks
+                .credentials_rejected(&st.model, &message)
+                .await;
+        if !rejected {
+            break (message, started);
+        }
+    };
+    let requested = st.reasoning.unwrap_or(ThinkingLevel::Off);
+    // Pi records the requested level on the message, whichever provider answered.
+    final_message.thinking_level = Some(requested);
+    if !started {
+        agent
+            .emit(AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(final_message.clone()),
+            })
+            .await;
+    }
+    let message = agent
+        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
+        .await;
+    if let AgentMessage::Assistant(a) = &*message {
+        final_message = a.clone();
+    }
+    st.context.push(message);
+    final_message
+}
+
+/// One request: resolves the credential, streams the response (emitting `message_start` and
+/// updates once it starts); the final message and whether it started.
+async fn request_once(
+    agent: &Agent,
+    st: &RunState,
+    cancel: &CancellationToken,
+    llm_messages: Vec<Arc<AgentMessage>>,
+) -> (AssistantMessage, bool) {
     let started_at = std::time::Instant::now();
     let credentials = agent.config.hooks.request_credentials(&st.model).await;
     let mut stream = match credentials {
@@ -236,9 +283,8 @@ async fn stream_assistant_response(
             now_ms(),
         )),
     };
-    let requested = st.reasoning.unwrap_or(ThinkingLevel::Off);
     let mut started = false;
-    let mut final_message = loop {
+    let message = loop {
         match stream.next().await {
             Some(StreamEvent::Start { partial }) => {
                 started = true;
@@ -261,23 +307,7 @@ async fn stream_assistant_response(
             None => break vanished_stream_message(&st.model, cancel.is_cancelled()),
         }
     };
-    // Pi records the requested level on the message, whichever provider answered.
-    final_message.thinking_level = Some(requested);
-    if !started {
-        agent
-            .emit(AgentEvent::MessageStart {
-                message: AgentMessage::Assistant(final_message.clone()),
-            })
-            .await;
-    }
-    let message = agent
-        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
-        .await;
-    if let AgentMessage::Assistant(a) = &*message {
-        final_message = a.clone();
-    }
-    st.context.push(message);
-    final_message
+    (message, started)
 }
 
 /// A provider task that ended without a terminal event (it panicked or was dropped).

@@ -46,6 +46,10 @@ fn token_endpoint(status: u16, body: Value) -> String {
 }
 
 fn sandbox(mock_port: u16) -> pi_test_support::TempDir {
+    sandbox_with(mock_port, 1)
+}
+
+fn sandbox_with(mock_port: u16, expires: u64) -> pi_test_support::TempDir {
     let tmp = pi_test_support::TempDir::new();
     std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
     std::fs::create_dir_all(tmp.path().join("work")).unwrap();
@@ -57,7 +61,7 @@ fn sandbox(mock_port: u16) -> pi_test_support::TempDir {
     .unwrap();
     std::fs::write(
         tmp.path().join("agent/auth.json"),
-        json!({"anthropic": {"type": "oauth", "refresh": "r-old", "access": "a-old", "expires": 1}})
+        json!({"anthropic": {"type": "oauth", "refresh": "r-old", "access": "a-old", "expires": expires}})
             .to_string(),
     )
     .unwrap();
@@ -130,4 +134,28 @@ async fn a_refused_refresh_fails_the_prompt_with_pis_text() {
         "{stderr}"
     );
     assert!(mock.requests().is_empty(), "nothing reaches the model");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_token_is_refreshed_once_and_the_request_made_again() {
+    let rejected: Reply = serde_json::from_value(json!({"status": 401,
+        "body": {"type": "error", "error": {"type": "authentication_error", "message": "OAuth token has expired"}}}))
+    .unwrap();
+    let answer: Reply = serde_json::from_value(json!({"text": "after refresh"})).unwrap();
+    let mock = MockLlm::start(vec![rejected, answer]).await.unwrap();
+    // Valid for a day by its own clock, but the provider no longer takes it.
+    let tmp = sandbox_with(mock.port(), pi_js::now_ms() + 86_400_000);
+    let origin = token_endpoint(
+        200,
+        json!({"access_token": "a-new", "refresh_token": "r-new", "expires_in": 3600}),
+    );
+    let root = tmp.path().to_path_buf();
+    let (code, stdout, stderr) = tokio::task::spawn_blocking(move || run(&root, &origin))
+        .await
+        .unwrap();
+    assert_eq!((code, stdout.as_str()), (0, "after refresh\n"), "{stderr}");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("x-api-key"), Some("a-old"));
+    assert_eq!(reqs[1].header("x-api-key"), Some("a-new"));
 }

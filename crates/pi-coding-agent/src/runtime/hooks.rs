@@ -83,6 +83,44 @@ impl RunHooks for Core {
         })
     }
 
+    fn credentials_rejected<'a>(
+        &'a self,
+        model: &'a pi_protocol::model::Model,
+        failed: &'a pi_protocol::message::AssistantMessage,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let text = failed.error_message.as_deref().unwrap_or("");
+            if !is_unauthorized(text) {
+                return false;
+            }
+            let login = {
+                let registry = lock(&self.registry);
+                if !registry.is_using_oauth(&model.provider) {
+                    return false;
+                }
+                registry.oauth_login(&model.provider)
+            };
+            let Some((flow, path)) = login else {
+                return false;
+            };
+            let Ok(stored) = pi_registry::oauth::store::read(&path) else {
+                return false;
+            };
+            let Some(access) = stored
+                .get(&model.provider)
+                .and_then(|c| c.get("access"))
+                .and_then(Value::as_str)
+                .map(String::from)
+            else {
+                return false;
+            };
+            matches!(
+                pi_registry::oauth::refresh_rejected(&path, &model.provider, &flow, &access).await,
+                Ok(Some(_))
+            )
+        })
+    }
+
     fn before_tool_call<'a>(
         &'a self,
         call: &'a ToolCall,
@@ -275,4 +313,15 @@ fn apply_tool_result_patch(
         .and_then(Value::as_bool)
         .unwrap_or(is_error);
     (result, is_error)
+}
+
+/// Whether a failure text reports an HTTP 401 (the credential was not accepted).
+fn is_unauthorized(text: &str) -> bool {
+    let b = text.as_bytes();
+    text.match_indices("401").any(|(i, _)| {
+        let before = i.checked_sub(1).map(|j| b[j]);
+        let after = b.get(i + 3).copied();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric())
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+    })
 }
