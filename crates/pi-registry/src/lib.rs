@@ -15,9 +15,10 @@
 //! }
 //! ```
 //!
-//! Not implemented: OAuth logins and token refresh (stored OAuth entries only make a provider
-//! count as configured; requests with them fail with [`AuthError::OAuthUnsupported`]), online
-//! catalog refresh, extension-registered providers and virtual models.
+//! Stored OAuth logins are resolved and refreshed by [`oauth`] (see [`request_auth_shared`]);
+//! `pi auth login`'s account flows are in [`oauth::login`].
+//!
+//! Not implemented: online catalog refresh, extension-registered providers and virtual models.
 
 mod auth;
 mod auth_json;

@@ -32,8 +32,8 @@ impl Runtime {
         let context = params.get("context").cloned().unwrap_or(Value::Null);
         let messages = llm_messages(&context)?;
         let options = params.get("options").cloned().unwrap_or(Value::Null);
-        let auth = lock(&self.core.registry)
-            .request_auth(&model)
+        let auth = pi_registry::request_auth_shared(&self.core.registry, &model)
+            .await
             .map_err(|e| e.to_string())?;
         let reasoning = options
             .get("reasoning")
