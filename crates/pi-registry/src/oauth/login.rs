@@ -3,8 +3,8 @@
 //! credential Pi stores. The caller supplies the terminal side as an [`Interaction`].
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
-//! Copilot (device code), xAI (device code). The others answer that their sign-in is not in
-//! this build.
+//! Copilot (device code), xAI and Kimi Code (device code). The others (ChatGPT, OpenRouter,
+//! Meta, Radius) answer that their sign-in is not in this build.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -69,6 +69,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
         Flow::OpenAiCodex => codex(ui).await,
         Flow::GithubCopilot => copilot(ui).await,
         Flow::Xai => xai(ui).await,
+        Flow::Kimi => kimi(ui).await,
         other => Err(format!(
             "{} sign-in is not available in this build of pi in Rust; sign in with Pi, or use --api-key where the provider takes one",
             other.name()
@@ -812,6 +813,126 @@ async fn xai(ui: &mut dyn Interaction) -> Result<Value, String> {
         json!({"type": "oauth", "access": access, "refresh": refresh_token,
         "expires": refresh::num(refresh::now() + expires_in * 1000.0 - 5.0 * 60.0 * 1000.0)}),
     )
+}
+
+async fn kimi(ui: &mut dyn Interaction) -> Result<Value, String> {
+    let host = refresh::kimi_host();
+    let headers = [
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Accept", "application/json"),
+    ];
+    let reply = post(
+        &format!("{host}/api/oauth/device_authorization"),
+        &headers,
+        form(&[("client_id", refresh::KIMI_CLIENT_ID)]),
+    )
+    .await?;
+    if !reply.ok() {
+        return Err(format!(
+            "Kimi Code device authorization failed with status {}{}",
+            reply.status,
+            if reply.body.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", reply.body)
+            }
+        ));
+    }
+    let j = reply.json().unwrap_or(Value::Null);
+    let web = |k: &str| {
+        j[k].as_str()
+            .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+            .map(String::from)
+    };
+    let (Some(device_code), Some(user_code), Some(_), Some(complete)) = (
+        j["device_code"].as_str().map(String::from),
+        j["user_code"].as_str().map(String::from),
+        web("verification_uri"),
+        web("verification_uri_complete"),
+    ) else {
+        return Err(format!(
+            "Invalid Kimi Code device authorization response: {}",
+            pi_js::json::to_js_string(&j).unwrap_or_default()
+        ));
+    };
+    let interval = j["interval"]
+        .as_f64()
+        .filter(|i| i.is_finite() && *i > 0.0)
+        .unwrap_or(5.0);
+    let expires = j["expires_in"]
+        .as_f64()
+        .filter(|e| e.is_finite() && *e > 0.0)
+        .unwrap_or(900.0);
+    ui.notify(Notice::DeviceCode {
+        user_code,
+        verification_uri: complete,
+    });
+    let url = format!("{host}/api/oauth/token");
+    let token = poll_device(Some(interval), expires, true, || {
+        let url = url.clone();
+        let b = form(&[
+            ("client_id", refresh::KIMI_CLIENT_ID),
+            ("device_code", &device_code),
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+        ]);
+        async move {
+            let r = post(&url, &headers, b).await?;
+            if r.status >= 500 {
+                return Err(format!(
+                    "Kimi Code device token request failed with status {}{}",
+                    r.status,
+                    if r.body.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", r.body)
+                    }
+                ));
+            }
+            let j = r.json().unwrap_or(Value::Null);
+            if r.ok() && j["access_token"].is_string() {
+                return Ok(Poll::Done(j.to_string()));
+            }
+            let error = j["error"].as_str();
+            match error {
+                Some("authorization_pending") => Ok(Poll::Pending),
+                Some("slow_down") => Ok(Poll::SlowDown(j["interval"].as_f64())),
+                Some("expired_token") => {
+                    Err("Kimi Code device authorization expired. Please restart login.".into())
+                }
+                Some("access_denied") => Err("Kimi Code login was denied.".into()),
+                _ => Err(format!(
+                    "Kimi Code device token request failed (status {}){}",
+                    r.status,
+                    match error {
+                        Some(e) => format!(
+                            ": {e}{}",
+                            j["error_description"]
+                                .as_str()
+                                .map(|d| format!(": {d}"))
+                                .unwrap_or_default()
+                        ),
+                        None => String::new(),
+                    }
+                )),
+            }
+        }
+    })
+    .await?;
+    let t: Value = serde_json::from_str(&token).unwrap_or(Value::Null);
+    match (
+        t["access_token"].as_str().filter(|s| !s.is_empty()),
+        t["refresh_token"].as_str().filter(|s| !s.is_empty()),
+        t["expires_in"]
+            .as_f64()
+            .filter(|e| e.is_finite() && *e > 0.0),
+    ) {
+        (Some(a), Some(r), Some(e)) => Ok(json!({"type": "oauth", "access": a, "refresh": r,
+            "expires": refresh::num(refresh::now() + e * 1000.0)})),
+        _ => Err(format!(
+            "Kimi Code token poll response missing fields: {}",
+            pi_js::json::to_js_string(&t).unwrap_or_default()
+        )),
+    }
 }
 
 #[cfg(test)]

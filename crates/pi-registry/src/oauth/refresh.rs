@@ -13,7 +13,7 @@ pub(crate) const CODEX_TOKEN_URL: &str = "https://auth.openai.com/oauth/token";
 const CHATGPT_TOKEN_URL: &str = "https://auth.openai.com/api/accounts/oauth/token";
 const CHATGPT_RESOURCE: &str = "https://api.openai.com/v1";
 const CHATGPT_DIRECT_SCOPE: &str = "chatgpt.tokens.use.direct";
-const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
+pub(crate) const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 const KIMI_OAUTH_HOST: &str = "https://auth.kimi.com";
 pub(crate) const XAI_CLIENT_ID: &str = "b1a00492-073a-47ea-816f-4c329264a828";
 pub(crate) const XAI_TOKEN_URL: &str = "https://auth.x.ai/oauth2/token";
@@ -450,8 +450,9 @@ fn copilot_available_models(raw: &Value, policy_fallback: bool) -> Result<Vec<St
         .collect())
 }
 
-async fn kimi(refresh: &str) -> Result<Value, String> {
-    let host = std::env::var("KIMI_CODE_OAUTH_HOST")
+/// Kimi's OAuth host: `KIMI_CODE_OAUTH_HOST`, `KIMI_OAUTH_HOST`, else Kimi's.
+pub(crate) fn kimi_host() -> String {
+    std::env::var("KIMI_CODE_OAUTH_HOST")
         .ok()
         .filter(|h| !h.is_empty())
         .or_else(|| {
@@ -459,8 +460,13 @@ async fn kimi(refresh: &str) -> Result<Value, String> {
                 .ok()
                 .filter(|h| !h.is_empty())
         })
-        .unwrap_or_else(|| endpoint(KIMI_OAUTH_HOST));
-    let url = format!("{}/api/oauth/token", host.trim_end_matches('/'));
+        .unwrap_or_else(|| endpoint(KIMI_OAUTH_HOST))
+        .trim_end_matches('/')
+        .to_string()
+}
+
+async fn kimi(refresh: &str) -> Result<Value, String> {
+    let url = format!("{}/api/oauth/token", kimi_host());
     let mut last = "Kimi Code token refresh failed".to_string();
     for attempt in 0..=3u32 {
         if attempt > 0 {
