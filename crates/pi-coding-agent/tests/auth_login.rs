@@ -212,3 +212,38 @@ fn anthropic_copy_code_login_exchanges_the_pasted_code() {
     );
     assert_eq!(body["code_verifier"], body["state"]);
 }
+
+#[test]
+fn openrouter_login_trades_a_pasted_code_for_a_key() {
+    if Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let (origin, seen) = server(Box::new(|_, path, _| match path {
+        "/api/v1/auth/keys" => (200, json!({"key": "sk-or-v1-new", "user_id": "u"})),
+        _ => (404, json!({})),
+    }));
+    let tmp = pi_test_support::TempDir::new();
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    let (out, code) = on_terminal(
+        tmp.path(),
+        "auth login openrouter --no-browser",
+        &origin,
+        "http://127.0.0.1:1/oauth/callback/x?code=or-code\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Listening for OpenRouter OAuth callback on http://127.0.0.1:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Exchanging authorization code for an API key...\n"),
+        "{out}"
+    );
+    assert_eq!(
+        stored(tmp.path())["openrouter"],
+        json!({"type": "oauth", "access": "sk-or-v1-new", "refresh": "", "expires": 9_007_199_254_740_991u64})
+    );
+    let body: Value = serde_json::from_str(&seen.lock().unwrap()[0].1).unwrap();
+    assert_eq!(body["code"], "or-code");
+    assert_eq!(body["code_challenge_method"], "S256");
+}

@@ -3,8 +3,8 @@
 //! credential Pi stores. The caller supplies the terminal side as an [`Interaction`].
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
-//! Copilot (device code), xAI and Kimi Code (device code). The others (ChatGPT, OpenRouter,
-//! Meta, Radius) answer that their sign-in is not in this build.
+//! Copilot (device code), xAI and Kimi Code (device code), OpenRouter (browser). The others
+//! (ChatGPT, Meta, Radius) answer that their sign-in is not in this build.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -70,6 +70,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
         Flow::GithubCopilot => copilot(ui).await,
         Flow::Xai => xai(ui).await,
         Flow::Kimi => kimi(ui).await,
+        Flow::OpenRouter => openrouter(ui).await,
         other => Err(format!(
             "{} sign-in is not available in this build of pi in Rust; sign in with Pi, or use --api-key where the provider takes one",
             other.name()
@@ -164,6 +165,25 @@ async fn callback_server(
     path: &'static str,
     state: String,
 ) -> std::io::Result<Callback> {
+    callback_server_at(
+        provider_name,
+        port,
+        path.to_string(),
+        Some(state),
+        Some("localhost"),
+    )
+    .await
+}
+
+/// [`callback_server`] with an optional state check and the host the redirect URI names
+/// (`None`: the address it listens on).
+async fn callback_server_at(
+    provider_name: &'static str,
+    port: u16,
+    path: String,
+    state: Option<String>,
+    redirect_host: Option<&str>,
+) -> std::io::Result<Callback> {
     let host = std::env::var("PI_OAUTH_CALLBACK_HOST")
         .ok()
         .filter(|h| !h.is_empty())
@@ -171,6 +191,7 @@ async fn callback_server(
     let listener = tokio::net::TcpListener::bind((host.as_str(), port)).await?;
     let port = listener.local_addr()?.port();
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let path_copy = path.clone();
     let task = tokio::spawn(async move {
         let mut tx = Some(tx);
         while let Ok((mut sock, _)) = listener.accept().await {
@@ -187,7 +208,7 @@ async fn callback_server(
             };
             let (status, text, outcome) = if p != path {
                 (404, "Callback route not found.".to_string(), None)
-            } else if param("state").as_deref() != Some(state.as_str()) {
+            } else if state.is_some() && param("state") != state {
                 (400, "State mismatch.".to_string(), None)
             } else if let Some(err) = param("error") {
                 let desc = param("error_description").unwrap_or(err);
@@ -226,8 +247,14 @@ async fn callback_server(
             }
         }
     });
+    let shown = redirect_host.map_or(host.clone(), String::from);
+    let shown = if shown.contains(':') {
+        format!("[{shown}]")
+    } else {
+        shown
+    };
     Ok(Callback {
-        redirect_uri: format!("http://localhost:{port}{path}"),
+        redirect_uri: format!("http://{shown}:{port}{path_copy}"),
         code: rx,
         task,
     })
@@ -933,6 +960,81 @@ async fn kimi(ui: &mut dyn Interaction) -> Result<Value, String> {
             pi_js::json::to_js_string(&t).unwrap_or_default()
         )),
     }
+}
+
+const OPENROUTER_AUTHORIZE_URL: &str = "https://openrouter.ai/auth";
+const OPENROUTER_KEYS_URL: &str = "https://openrouter.ai/api/v1/auth/keys";
+
+async fn openrouter(ui: &mut dyn Interaction) -> Result<Value, String> {
+    let (verifier, challenge) = pkce()?;
+    let id = random_b64url(16)?;
+    let cb = callback_server_at("OpenRouter", 0, format!("/oauth/callback/{id}"), None, None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let redirect = cb.redirect_uri.clone();
+    let params = form(&[
+        ("callback_url", &redirect),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+    ]);
+    ui.notify(Notice::Progress(format!(
+        "Listening for OpenRouter OAuth callback on {redirect}"
+    )));
+    ui.notify(Notice::AuthUrl {
+        url: format!("{OPENROUTER_AUTHORIZE_URL}?{params}"),
+        instructions: Some("Complete sign-in in your browser. If the browser is on another machine, paste the final redirect URL here.".into()),
+    });
+    let code = match callback_or_paste(
+        ui,
+        Some(cb),
+        "Complete sign-in in your browser, or paste the authorization code / redirect URL here:",
+        &redirect,
+    )
+    .await?
+    {
+        Got::Callback(code) => code,
+        Got::Manual(input) => {
+            let code = parse_authorization_input(&input)
+                .0
+                .filter(|c| !c.is_empty())
+                .ok_or("Missing authorization code")?;
+            ui.notify(Notice::Progress(
+                "Exchanging authorization code for an API key...".into(),
+            ));
+            code
+        }
+    };
+    let reply = post(
+        &endpoint(OPENROUTER_KEYS_URL),
+        &[
+            ("accept", "application/json"),
+            ("content-type", "application/json"),
+        ],
+        json!({"code": code, "code_verifier": verifier, "code_challenge_method": "S256"})
+            .to_string(),
+    )
+    .await?;
+    let body = reply.json().filter(Value::is_object);
+    if !reply.ok() {
+        let b = body.unwrap_or(Value::Null);
+        let detail = b["error_description"]
+            .as_str()
+            .or_else(|| b["message"].as_str())
+            .or_else(|| b["error"].as_str())
+            .or_else(|| b["error"]["message"].as_str());
+        return Err(format!(
+            "OpenRouter OAuth key exchange failed (HTTP {}){}",
+            reply.status,
+            detail.map(|d| format!(": {d}")).unwrap_or_default()
+        ));
+    }
+    let body = body.ok_or("OpenRouter OAuth returned invalid JSON")?;
+    let key = body["key"]
+        .as_str()
+        .filter(|k| !k.is_empty())
+        .ok_or("OpenRouter OAuth response carries no \"key\"")?;
+    // A key that never expires, as Pi stores it.
+    Ok(json!({"type": "oauth", "access": key, "refresh": "", "expires": 9_007_199_254_740_991u64}))
 }
 
 #[cfg(test)]
