@@ -247,3 +247,32 @@ fn openrouter_login_trades_a_pasted_code_for_a_key() {
     assert_eq!(body["code"], "or-code");
     assert_eq!(body["code_challenge_method"], "S256");
 }
+
+#[test]
+fn meta_device_login_mints_an_api_key() {
+    if Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let (origin, seen) = server(Box::new(|_, path, _| match path {
+        "/oidc/device/authorization/" => (
+            200,
+            json!({"device_code": "md", "user_code": "META-1", "verification_uri": "https://meta.ai/device", "interval": 1, "expires_in": 60}),
+        ),
+        "/oidc/device/token/" => (200, json!({"access_token": "identity-tok"})),
+        "/muse-code/key" => (200, json!({"api_key": "meta-key-1"})),
+        _ => (404, json!({})),
+    }));
+    let tmp = pi_test_support::TempDir::new();
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    let (out, code) = on_terminal(tmp.path(), "auth login meta --no-browser", &origin, "");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Open https://meta.ai/device and enter code: META-1\nWaiting for authentication...\nEnabling Meta Model API access...\n"),
+        "{out}"
+    );
+    let c = &stored(tmp.path())["meta"];
+    assert_eq!(c["refresh"], "identity-tok");
+    assert_eq!(c["access"], "meta-key-1");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.last().unwrap().0, "/muse-code/key");
+}

@@ -3,8 +3,8 @@
 //! credential Pi stores. The caller supplies the terminal side as an [`Interaction`].
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
-//! Copilot (device code), xAI and Kimi Code (device code), OpenRouter (browser). The others
-//! (ChatGPT, Meta, Radius) answer that their sign-in is not in this build.
+//! Copilot, xAI, Kimi Code and Meta (device code), OpenRouter (browser). The others (ChatGPT,
+//! Radius) answer that their sign-in is not in this build.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -71,6 +71,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
         Flow::Xai => xai(ui).await,
         Flow::Kimi => kimi(ui).await,
         Flow::OpenRouter => openrouter(ui).await,
+        Flow::Meta => meta(ui).await,
         other => Err(format!(
             "{} sign-in is not available in this build of pi in Rust; sign in with Pi, or use --api-key where the provider takes one",
             other.name()
@@ -960,6 +961,95 @@ async fn kimi(ui: &mut dyn Interaction) -> Result<Value, String> {
             pi_js::json::to_js_string(&t).unwrap_or_default()
         )),
     }
+}
+
+const META_CLIENT_ID: &str = "1031625952748946";
+const META_DEVICE_AUTHORIZATION_URL: &str = "https://auth.meta.com/oidc/device/authorization/";
+const META_DEVICE_TOKEN_URL: &str = "https://auth.meta.com/oidc/device/token/";
+
+async fn meta(ui: &mut dyn Interaction) -> Result<Value, String> {
+    let headers = [
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Accept", "application/json"),
+    ];
+    let reply = post(
+        &endpoint(META_DEVICE_AUTHORIZATION_URL),
+        &headers,
+        form(&[("client_id", META_CLIENT_ID)]),
+    )
+    .await?;
+    let j = reply.json().unwrap_or(Value::Null);
+    if !reply.ok() {
+        return Err(format!(
+            "Meta device authorization failed with status {}{}",
+            reply.status,
+            refresh::meta_detail(&j)
+        ));
+    }
+    let web = |k: &str| {
+        j[k].as_str()
+            .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+            .map(String::from)
+    };
+    let (Some(device_code), Some(user_code), Some(uri)) = (
+        j["device_code"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(String::from),
+        j["user_code"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(String::from),
+        web("verification_uri_complete").or_else(|| web("verification_uri")),
+    ) else {
+        return Err(format!(
+            "Invalid Meta device authorization response: {}",
+            pi_js::json::to_js_string(&j).unwrap_or_default()
+        ));
+    };
+    let positive = |k: &str| j[k].as_f64().filter(|v| v.is_finite() && *v > 0.0);
+    ui.notify(Notice::DeviceCode {
+        user_code,
+        verification_uri: uri,
+    });
+    let url = endpoint(META_DEVICE_TOKEN_URL);
+    // No expiry from the server means Pi keeps polling until cancelled; a day stands in.
+    let expires = positive("expires_in").unwrap_or(86_400.0);
+    let identity = poll_device(positive("interval"), expires, true, || {
+        let url = url.clone();
+        let b = form(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+            ("device_code", &device_code),
+            ("client_id", META_CLIENT_ID),
+        ]);
+        async move {
+            let r = post(&url, &headers, b).await?;
+            let j = r.json().unwrap_or(Value::Null);
+            if r.ok()
+                && let Some(t) = j["access_token"].as_str().filter(|t| !t.is_empty())
+            {
+                return Ok(Poll::Done(t.to_string()));
+            }
+            match j["error"].as_str() {
+                Some("authorization_pending") => Ok(Poll::Pending),
+                Some("slow_down") => Ok(Poll::SlowDown(
+                    j["interval"].as_f64().filter(|v| v.is_finite() && *v > 0.0),
+                )),
+                Some("access_denied") => Err("Meta login was denied.".into()),
+                Some("expired_token") => {
+                    Err("Meta device authorization expired. Please restart login.".into())
+                }
+                _ => Err(format!(
+                    "Meta device token request failed with status {}{}",
+                    r.status,
+                    refresh::meta_detail(&j)
+                )),
+            }
+        }
+    })
+    .await?;
+    ui.notify(Notice::Progress("Enabling Meta Model API access...".into()));
+    refresh::meta(&identity).await
 }
 
 const OPENROUTER_AUTHORIZE_URL: &str = "https://openrouter.ai/auth";

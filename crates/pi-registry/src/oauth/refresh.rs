@@ -593,7 +593,7 @@ async fn xai(refresh: &str) -> Result<Value, String> {
     )
 }
 
-fn meta_detail(json: &Value) -> String {
+pub(crate) fn meta_detail(json: &Value) -> String {
     for k in ["error_description", "detail", "message", "error"] {
         if let Some(v) = json[k].as_str().map(pi_js::trim).filter(|v| !v.is_empty()) {
             return format!(": {v}");
@@ -602,7 +602,7 @@ fn meta_detail(json: &Value) -> String {
     String::new()
 }
 
-async fn meta(identity: &str) -> Result<Value, String> {
+pub(crate) async fn meta(identity: &str) -> Result<Value, String> {
     let auth = format!("Bearer {identity}");
     let reply = post(
         &endpoint(META_MINT_URL),
