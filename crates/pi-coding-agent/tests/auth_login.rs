@@ -276,3 +276,36 @@ fn meta_device_login_mints_an_api_key() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.last().unwrap().0, "/muse-code/key");
 }
+
+#[test]
+fn radius_device_login_stores_the_gateway_token() {
+    if Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let (origin, _seen) = server(Box::new(|_, path, nth| match path {
+        "/v1/oauth/device" => (
+            200,
+            json!({"device_code": "rd", "user_code": "RAD-1", "verification_uri": "https://radius.example/device", "interval": 1, "expires_in": 60}),
+        ),
+        "/v1/oauth/token" if nth == 0 => (400, json!({"error": "authorization_pending"})),
+        "/v1/oauth/token" => (
+            200,
+            json!({"access_token": "rad-a", "refresh_token": "rad-r", "expires_in": 3600, "scope": "gateway offline_access"}),
+        ),
+        _ => (404, json!({})),
+    }));
+    let tmp = pi_test_support::TempDir::new();
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    let (out, code) = on_terminal(tmp.path(), "auth login radius --no-browser", &origin, "");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "Sign in to Radius: Sign in with device code (when signing in from another device)\n"
+        ),
+        "{out}"
+    );
+    let c = &stored(tmp.path())["radius"];
+    assert_eq!(c["access"], "rad-a");
+    assert_eq!(c["refresh"], "rad-r");
+    assert_eq!(c["scope"], "gateway offline_access");
+}

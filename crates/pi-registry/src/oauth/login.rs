@@ -3,8 +3,8 @@
 //! credential Pi stores. The caller supplies the terminal side as an [`Interaction`].
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
-//! Copilot, xAI, Kimi Code and Meta (device code), OpenRouter (browser). The others (ChatGPT,
-//! Radius) answer that their sign-in is not in this build.
+//! Copilot, xAI, Kimi Code and Meta (device code), OpenRouter (browser), Radius (device code;
+//! its browser sign-in is not built). ChatGPT sign-in answers that it is not in this build.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -72,6 +72,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
         Flow::Kimi => kimi(ui).await,
         Flow::OpenRouter => openrouter(ui).await,
         Flow::Meta => meta(ui).await,
+        Flow::Radius { gateway } => radius(gateway, ui).await,
         other => Err(format!(
             "{} sign-in is not available in this build of pi in Rust; sign in with Pi, or use --api-key where the provider takes one",
             other.name()
@@ -1050,6 +1051,118 @@ async fn meta(ui: &mut dyn Interaction) -> Result<Value, String> {
     .await?;
     ui.notify(Notice::Progress("Enabling Meta Model API access...".into()));
     refresh::meta(&identity).await
+}
+
+async fn radius(gateway: &str, ui: &mut dyn Interaction) -> Result<Value, String> {
+    let message = "Sign in to Radius:";
+    let method = ui
+        .select(
+            message,
+            &[
+                ("browser", "Sign in with browser (recommended)"),
+                (
+                    "device-code",
+                    "Sign in with device code (when signing in from another device)",
+                ),
+            ],
+        )
+        .await?;
+    if method == "browser" {
+        return Err("Radius browser sign-in is not available in this build of pi in Rust; run `pi auth login radius --no-browser` for the device code".into());
+    }
+    let base = gateway.trim_end_matches('/');
+    let headers = [
+        ("accept", "application/json"),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    let reply = post(
+        &endpoint(&format!("{base}/v1/oauth/device")),
+        &headers,
+        form(&[
+            ("client_id", "pi-gateway"),
+            ("scope", "gateway offline_access"),
+        ]),
+    )
+    .await?;
+    let oauth_error = |r: &refresh::Reply, message: &str| -> (Option<String>, String) {
+        let (error, description) = match r.json() {
+            Some(d) => (
+                d["error"].as_str().map(String::from),
+                d["error_description"].as_str().map(String::from),
+            ),
+            None if !r.body.is_empty() => (None, Some(r.body.clone())),
+            None => (None, None),
+        };
+        let detail = match (&error, description) {
+            (Some(e), Some(d)) => format!("{e}: {d}"),
+            (Some(e), None) => e.clone(),
+            (None, Some(d)) if !d.is_empty() => d,
+            _ => r.status.to_string(),
+        };
+        (error, format!("{message}: {detail}"))
+    };
+    if !reply.ok() {
+        return Err(oauth_error(&reply, "Radius OAuth device authorization failed").1);
+    }
+    let d = reply.json().unwrap_or(Value::Null);
+    let (Some(device_code), Some(user_code), Some(uri), Some(expires)) = (
+        d["device_code"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(String::from),
+        d["user_code"].as_str().filter(|s| !s.is_empty()),
+        d["verification_uri"].as_str().filter(|s| !s.is_empty()),
+        d["expires_in"].as_f64().filter(|e| *e > 0.0),
+    ) else {
+        return Err("Radius OAuth device authorization response is missing required fields".into());
+    };
+    if !(uri.starts_with("https://") || uri.starts_with("http://")) {
+        return Err(
+            "Untrusted verification_uri in Radius OAuth device authorization response".into(),
+        );
+    }
+    ui.notify(Notice::DeviceCode {
+        user_code: user_code.to_string(),
+        verification_uri: uri.to_string(),
+    });
+    let url = endpoint(&format!("{base}/v1/oauth/token"));
+    let done = poll_device(d["interval"].as_f64(), expires, false, || {
+        let url = url.clone();
+        let b = form(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+            ("client_id", "pi-gateway"),
+            ("device_code", &device_code),
+        ]);
+        async move {
+            let r = post(&url, &headers, b).await?;
+            if r.ok() {
+                return Ok(Poll::Done(r.body));
+            }
+            let (error, text) = oauth_error(&r, "Radius OAuth token request failed");
+            match error.as_deref() {
+                Some("authorization_pending") => Ok(Poll::Pending),
+                Some("slow_down") => Ok(Poll::SlowDown(None)),
+                Some("expired_token") => Err("Device authorization expired.".into()),
+                Some("access_denied") => Err("Device authorization was denied.".into()),
+                _ => Err(text),
+            }
+        }
+    })
+    .await?;
+    let data: Value = pi_js::parse::parse_js_json(&done).unwrap_or(Value::Null);
+    let expires_in = data["expires_in"].as_f64().unwrap_or(f64::NAN);
+    let mut out = serde_json::Map::new();
+    out.insert("type".into(), "oauth".into());
+    out.insert("access".into(), data["access_token"].clone());
+    out.insert("refresh".into(), data["refresh_token"].clone());
+    out.insert(
+        "expires".into(),
+        refresh::num(refresh::now() + expires_in * 1000.0 - 60_000.0),
+    );
+    if let Some(s) = data.get("scope") {
+        out.insert("scope".into(), s.clone());
+    }
+    Ok(Value::Object(out))
 }
 
 const OPENROUTER_AUTHORIZE_URL: &str = "https://openrouter.ai/auth";
