@@ -24,6 +24,7 @@ mod auth;
 mod auth_json;
 mod builtin_auth;
 mod catalog;
+pub mod catalog_refresh;
 mod compose;
 mod config_value;
 mod cost;

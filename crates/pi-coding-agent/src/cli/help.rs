@@ -29,6 +29,7 @@ Usage:
 Commands:
   pi auth <command>            Log in or out, print credentials, or check provider readiness
   pi auth --help               Show the auth commands
+  pi update --models           Refresh the model catalogs of configured providers
 ";
 
 const OPTIONS: &str = "
