@@ -13,7 +13,10 @@ use std::sync::{Arc, Mutex};
 
 /// A catalog service: answers `status` and `body` for `/api/models/providers/groq`, 304 when
 /// the request revalidates; records request lines and `if-none-match`.
-fn service(status: u16, body: Value) -> (String, Arc<Mutex<Vec<(String, Option<String>)>>>) {
+/// Requests as received: target and `if-none-match`.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+fn service(status: u16, body: Value) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
