@@ -18,7 +18,9 @@
 //! Stored OAuth logins are resolved and refreshed by [`oauth`] (see [`request_auth_shared`]);
 //! `pi auth login`'s account flows are in [`oauth::login`].
 //!
-//! Not implemented: online catalog refresh, extension-registered providers and virtual models.
+//! `pi update --models` refreshes cached catalogs ([`catalog_refresh`]).
+//!
+//! Not implemented: extension-registered providers and virtual models.
 
 mod auth;
 mod auth_json;
