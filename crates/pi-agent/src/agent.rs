@@ -115,6 +115,45 @@ pub trait RunHooks: Send + Sync {
     fn api_key<'a>(&'a self, _provider: &'a str) -> BoxFuture<'a, Option<String>> {
         Box::pin(async { None })
     }
+
+    /// Everything a request to `model` needs from its credential, resolved per request (an
+    /// OAuth token may be refreshed first); `Err` is the text the response fails with, before
+    /// anything is sent. Defaults to [`Self::api_key`].
+    fn request_credentials<'a>(
+        &'a self,
+        model: &'a Model,
+    ) -> BoxFuture<'a, Result<RequestCredentials, String>> {
+        Box::pin(async move {
+            Ok(RequestCredentials {
+                api_key: self.api_key(&model.provider).await,
+                ..RequestCredentials::default()
+            })
+        })
+    }
+
+    /// A response failed before anything streamed; `true` when its credential was rejected
+    /// and has been renewed, so the request is worth making once more.
+    fn credentials_rejected<'a>(
+        &'a self,
+        _model: &'a Model,
+        _failed: &'a AssistantMessage,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+}
+
+/// A request's credential as the provider adapter takes it.
+///
+/// See also [`RunHooks::credentials_rejected`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestCredentials {
+    pub api_key: Option<String>,
+    /// Headers the credential adds (a token sent as `Authorization`, ...).
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Provider settings that travel with the credential (AWS profile, Google project, ...).
+    pub env: std::collections::BTreeMap<String, String>,
+    /// The endpoint the credential names, replacing the model's.
+    pub base_url: Option<String>,
 }
 
 /// Hooks that do nothing.

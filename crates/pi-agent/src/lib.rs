@@ -13,8 +13,8 @@ mod tool_exec;
 pub mod transcript;
 
 pub use agent::{
-    Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm, RunHooks,
-    StreamFn, ToolCallGate, TurnContext, TurnUpdate,
+    Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm,
+    RequestCredentials, RunHooks, StreamFn, ToolCallGate, TurnContext, TurnUpdate,
 };
 pub use event::AgentEvent;
 pub use nested::{NestedOutcome, NestedRunner};

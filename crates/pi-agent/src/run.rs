@@ -196,26 +196,95 @@ async fn stream_assistant_response(
         .transform_context(st.context.clone())
         .await;
     let llm_messages = (agent.config.convert_to_llm)(&context);
-    let api_key = agent.config.hooks.api_key(&st.model.provider).await;
-    let options = StreamOptions {
-        api_key,
-        reasoning: st.reasoning,
-        max_tokens: agent.config.max_tokens,
-        session_id: agent.config.session_id.clone(),
-        cancel: cancel.child_token(),
-        hooks: agent.config.hooks.provider_hooks(),
-        ..StreamOptions::default()
+    let mut attempt = 0;
+    let (mut final_message, started) = loop {
+        attempt += 1;
+        let (message, started) = request_once(agent, st, cancel, llm_messages.clone()).await;
+        // A subscription token the provider rejected before anything streamed is refreshed
+        // once and the request made again.
+        let rejected = attempt == 1
+            && !started
+            && message.stop_reason == StopReason::Error
+            && !cancel.is_cancelled()
+            && agent
+                .config
+                .hooks
+                .credentials_rejected(&st.model, &message)
+                .await;
+        if !rejected {
+            break (message, started);
+        }
     };
-    let mut stream = (agent.config.stream_fn)(
-        &st.model,
-        LlmContext {
-            messages: llm_messages,
-        },
-        options,
-    );
     let requested = st.reasoning.unwrap_or(ThinkingLevel::Off);
+    // Pi records the requested level on the message, whichever provider answered.
+    final_message.thinking_level = Some(requested);
+    if !started {
+        agent
+            .emit(AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(final_message.clone()),
+            })
+            .await;
+    }
+    let message = agent
+        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
+        .await;
+    if let AgentMessage::Assistant(a) = &*message {
+        final_message = a.clone();
+    }
+    st.context.push(message);
+    final_message
+}
+
+/// One request: resolves the credential, streams the response (emitting `message_start` and
+/// updates once it starts); the final message and whether it started.
+async fn request_once(
+    agent: &Agent,
+    st: &RunState,
+    cancel: &CancellationToken,
+    llm_messages: Vec<Arc<AgentMessage>>,
+) -> (AssistantMessage, bool) {
+    let started_at = std::time::Instant::now();
+    let credentials = agent.config.hooks.request_credentials(&st.model).await;
+    let mut stream = match credentials {
+        Ok(creds) => {
+            let options = StreamOptions {
+                api_key: creds.api_key,
+                headers: creds.headers,
+                env: creds.env,
+                reasoning: st.reasoning,
+                max_tokens: agent.config.max_tokens,
+                session_id: agent.config.session_id.clone(),
+                cancel: cancel.child_token(),
+                hooks: agent.config.hooks.provider_hooks(),
+                ..StreamOptions::default()
+            };
+            let request_model = match creds.base_url {
+                Some(url) => {
+                    let mut m = st.model.clone();
+                    m.base_url = url;
+                    m
+                }
+                None => st.model.clone(),
+            };
+            (agent.config.stream_fn)(
+                &request_model,
+                LlmContext {
+                    messages: llm_messages,
+                },
+                options,
+            )
+        }
+        // The credential could not be resolved (a refresh failed): the response fails before
+        // anything is sent, as Pi's request setup does.
+        Err(text) => pi_ai::AssistantStream::immediate(pi_ai::request::setup_error(
+            &st.model,
+            text,
+            started_at,
+            now_ms(),
+        )),
+    };
     let mut started = false;
-    let mut final_message = loop {
+    let message = loop {
         match stream.next().await {
             Some(StreamEvent::Start { partial }) => {
                 started = true;
@@ -238,23 +307,7 @@ async fn stream_assistant_response(
             None => break vanished_stream_message(&st.model, cancel.is_cancelled()),
         }
     };
-    // Pi records the requested level on the message, whichever provider answered.
-    final_message.thinking_level = Some(requested);
-    if !started {
-        agent
-            .emit(AgentEvent::MessageStart {
-                message: AgentMessage::Assistant(final_message.clone()),
-            })
-            .await;
-    }
-    let message = agent
-        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
-        .await;
-    if let AgentMessage::Assistant(a) = &*message {
-        final_message = a.clone();
-    }
-    st.context.push(message);
-    final_message
+    (message, started)
 }
 
 /// A provider task that ended without a terminal event (it panicked or was dropped).

@@ -3,7 +3,10 @@
 use crate::output::Output;
 use crate::request::setup_error;
 use crate::stream::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
-use crate::{anthropic, faux, google, openai_completions, openai_responses};
+use crate::{
+    anthropic, azure_openai_responses, bedrock, faux, google, google_vertex, mistral_conversations,
+    openai_codex_responses, openai_completions, openai_responses, pi_messages,
+};
 use pi_js::now_ms;
 use pi_protocol::model::Model;
 use std::sync::{OnceLock, PoisonError, RwLock};
@@ -31,6 +34,26 @@ fn registered_api(api: &str) -> Option<ApiStreamFn> {
     apis.iter().find(|(a, _)| a == api).map(|(_, f)| *f)
 }
 
+/// The wire APIs this crate implements (Pi's built-in API providers).
+pub const BUILT_IN_APIS: &[&str] = &[
+    openai_completions::API,
+    anthropic::API,
+    openai_responses::API,
+    google::API,
+    pi_messages::API,
+    azure_openai_responses::API,
+    openai_codex_responses::API,
+    mistral_conversations::API,
+    google_vertex::API,
+    bedrock::API,
+    faux::API,
+];
+
+/// True when [`stream`] has an implementation for `api` (built in or registered).
+pub fn has_api(api: &str) -> bool {
+    BUILT_IN_APIS.contains(&api) || registered_api(api).is_some()
+}
+
 /// Streams one response from `model`. Every stream ends with exactly one `Done` or `Error`; a
 /// model whose `api` has no implementation gets Pi's
 /// `No API provider registered for api: <api>` error at once. Must be called inside a Tokio
@@ -38,10 +61,7 @@ fn registered_api(api: &str) -> Option<ApiStreamFn> {
 pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> AssistantStream {
     let started = Instant::now();
     let timestamp = now_ms();
-    let known = matches!(
-        model.api.as_str(),
-        openai_completions::API | anthropic::API | openai_responses::API | google::API | faux::API
-    );
+    let known = BUILT_IN_APIS.contains(&model.api.as_str());
     if !known {
         if let Some(f) = registered_api(&model.api) {
             return f(model, context, options);
@@ -88,6 +108,18 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
             anthropic::API => anthropic::run(model, context, options, out).await,
             openai_responses::API => openai_responses::run(model, context, options, out).await,
             google::API => google::run(model, context, options, out).await,
+            pi_messages::API => pi_messages::run(model, context, options, out).await,
+            bedrock::API => bedrock::run(model, context, options, out).await,
+            google_vertex::API => google_vertex::run(model, context, options, out).await,
+            mistral_conversations::API => {
+                mistral_conversations::run(model, context, options, out).await
+            }
+            azure_openai_responses::API => {
+                azure_openai_responses::run(model, context, options, out).await
+            }
+            openai_codex_responses::API => {
+                openai_codex_responses::run(model, context, options, out).await
+            }
             _ => faux::run(model, context, options, out).await,
         }
     });

@@ -49,6 +49,36 @@ fn client() -> Result<&'static reqwest::Client, String> {
         .map_err(Clone::clone)
 }
 
+/// A complete small exchange (token endpoints): POSTs `body` and returns the status and the
+/// whole response text. Errors are the connection failure's text.
+pub async fn post_text(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: String,
+    cancel: &CancellationToken,
+) -> Result<(u16, String), String> {
+    let client = client()?;
+    let mut builder = client.post(url);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let host = host_port(url);
+    let fut = async {
+        let resp = builder.body(body).send().await?;
+        let status = resp.status().as_u16();
+        Ok::<_, reqwest::Error>((status, resp.text().await?))
+    };
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err("This operation was aborted".to_string()),
+        r = tokio::time::timeout(DEFAULT_IDLE_TIMEOUT, fut) => match r {
+            Err(_) => Err("Request timed out".to_string()),
+            Ok(Err(e)) => Err(connect_detail(&e, &host)),
+            Ok(Ok(v)) => Ok(v),
+        },
+    }
+}
+
 /// A POST request with a JSON body.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -65,6 +95,8 @@ pub enum SendError {
         status: u16,
         body: String,
         content_type: Option<String>,
+        /// The response headers, names lowercase (AWS names the error type in one).
+        headers: Vec<(String, String)>,
     },
     /// No connection; the deepest cause as Node reports it (`connect ECONNREFUSED 127.0.0.1:1`).
     Connect(String),
@@ -157,6 +189,7 @@ pub async fn send(
         cancelled: None,
     };
     if !(200..300).contains(&status) {
+        let headers = body.headers();
         let mut text = Vec::new();
         loop {
             match body.chunk(cancel).await {
@@ -169,6 +202,7 @@ pub async fn send(
             status,
             body: String::from_utf8_lossy(&text).into_owned(),
             content_type,
+            headers,
         });
     }
     Ok(body)

@@ -111,6 +111,17 @@ impl Output {
         (*self.msg.usage).clone()
     }
 
+    /// Appends a diagnostic note (`appendAssistantMessageDiagnostic`).
+    pub fn push_diagnostic(&mut self, d: pi_protocol::message::AssistantMessageDiagnostic) {
+        self.msg.diagnostics.get_or_insert_with(Vec::new).push(d);
+        self.touch("diagnostics");
+    }
+
+    /// Milliseconds since the request began.
+    pub fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
     /// True once the consumer dropped its end; the adapter should stop.
     pub fn gone(&self) -> bool {
         self.gone
@@ -182,6 +193,13 @@ impl Output {
     pub async fn done(mut self) {
         let message = self.finalize();
         self.emit(StreamEvent::Done { message }).await;
+    }
+
+    /// Ends with `Error` carrying the message as it stands (stop reason and `errorMessage` set by
+    /// the adapter, e.g. relayed from a backend's own error event).
+    pub async fn end_as_is(mut self) {
+        let message = self.finalize();
+        self.emit(StreamEvent::Error { message }).await;
     }
 
     /// Ends with `Error`: `aborted` when `aborted`, else `error`, with `text` as `errorMessage`.

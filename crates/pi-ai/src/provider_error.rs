@@ -99,6 +99,7 @@ pub fn send_error_text(sdk: Sdk, err: &SendError, prefix: Option<&str>) -> (bool
             status,
             body,
             content_type,
+            ..
         } => match sdk {
             Sdk::OpenAi => openai_status(*status, body, prefix),
             Sdk::Anthropic => {
@@ -138,6 +139,7 @@ mod tests {
             status: code,
             body: body.into(),
             content_type: ct.map(String::from),
+            headers: Vec::new(),
         };
         send_error_text(sdk, &err, prefix).1
     }

@@ -60,6 +60,21 @@ pub struct StreamOptions {
     pub user_agent: Option<String>,
     /// Who may look at and change the request (extensions' provider events).
     pub hooks: Option<std::sync::Arc<dyn ProviderHooks>>,
+    /// Provider settings that travel with the credential (AWS profile and region, Google
+    /// project, ...): looked up before the process environment (Pi's `options.env`).
+    pub env: BTreeMap<String, String>,
+}
+
+impl StreamOptions {
+    /// A provider setting: the request's own `env`, else the process environment; empty
+    /// values count as unset (`getProviderEnvValue`).
+    pub fn env_value(&self, name: &str) -> Option<String> {
+        self.env
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .or_else(|| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
 }
 
 /// What may see and change a request on its way (Pi's `onPayload`, `transformHeaders`,

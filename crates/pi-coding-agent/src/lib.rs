@@ -14,6 +14,7 @@
 //! The binary (`src/main.rs`, `src/modes/`) parses the command line and runs a mode on top.
 
 pub mod cli;
+pub mod commands;
 pub mod compaction;
 pub mod extensions;
 pub mod messages;

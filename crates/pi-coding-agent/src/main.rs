@@ -82,6 +82,14 @@ fn run(argv: &[String]) -> i32 {
             command: cli::Subcommand::Mcp,
             args,
         } => mcp_command(args),
+        Action::Command {
+            command: cli::Subcommand::Auth,
+            args,
+        } => pi_coding_agent::commands::auth::run(args),
+        Action::Command {
+            command: cli::Subcommand::Update,
+            args,
+        } => pi_coding_agent::commands::update::run(args),
         Action::Command { command, .. } => {
             eprintln!(
                 "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",

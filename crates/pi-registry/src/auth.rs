@@ -40,6 +40,12 @@ impl ProviderAuth<'_> {
         self.builtin.is_some_and(|b| b.oauth)
     }
 
+    /// Whether the provider takes a key typed at login (every built-in API-key method has a
+    /// login, Bedrock's and Vertex's included).
+    pub(crate) fn offers_key_login(&self) -> bool {
+        self.inherited().is_some()
+    }
+
     fn inherited(&self) -> Option<super::builtin_auth::KeyAuth> {
         self.builtin.and_then(|b| b.key)
     }

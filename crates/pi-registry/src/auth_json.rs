@@ -4,7 +4,7 @@
 //! Only reading is implemented: `api_key` entries (`key` may be a literal, a `$VAR` template or a
 //! `!command`, resolved once per registry like Pi's per-process cache; `env` adds variables for
 //! that provider) and `oauth` entries, which count as configured for providers that offer OAuth.
-//! OAuth login, token refresh and writing credentials back are not implemented.
+//! Refreshing and writing entries back is [`crate::oauth`]'s job (under Pi's lock).
 
 use super::config_value::ExplicitEnv;
 use serde_json::{Map, Value};

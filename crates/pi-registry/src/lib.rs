@@ -15,14 +15,18 @@
 //! }
 //! ```
 //!
-//! Not implemented: OAuth logins and token refresh (stored OAuth entries only make a provider
-//! count as configured; requests with them fail with [`AuthError::OAuthUnsupported`]), online
-//! catalog refresh, virtual models, and extension providers' OAuth logins and model refresh.
+//! Stored OAuth logins are resolved and refreshed by [`oauth`] (see [`request_auth_shared`]);
+//! `pi auth login`'s account flows are in [`oauth::login`].
+//!
+//! `pi update --models` refreshes cached catalogs ([`catalog_refresh`]).
+//!
+//! Not implemented: virtual models, and extension providers' OAuth logins and model refresh.
 
 mod auth;
 mod auth_json;
 mod builtin_auth;
 mod catalog;
+pub mod catalog_refresh;
 mod compose;
 mod config_value;
 mod cost;
@@ -36,6 +40,7 @@ mod local;
 mod messages;
 mod model_registry;
 mod models_json;
+pub mod oauth;
 mod reference;
 mod request_auth;
 mod schema;
@@ -57,7 +62,7 @@ pub use messages::{
     oauth_failed,
 };
 pub use model_registry::{LoadError, LoadOptions, ModelRegistry};
-pub use request_auth::{AuthError, RequestAuth};
+pub use request_auth::{AuthError, RequestAuth, request_auth_shared};
 pub use scope::{CliModel, Diagnostic, DiagnosticKind, ScopedModel, resolve_scope};
 pub use selection::{
     DEFAULT_THINKING_LEVEL, ModelSettings, SessionModelState, StartupRequest, StartupSelection,

@@ -117,6 +117,8 @@ pub struct ModelRegistry {
     store: ModelsStore,
     /// Extension registrations (merged per provider), in registration order.
     pub(crate) extensions: Vec<(String, JsObject)>,
+    /// `<agent-dir>/auth.json`, where OAuth refreshes are written back.
+    pub(crate) auth_path: PathBuf,
 }
 
 /// `https://radius.pi.dev` in the form Pi compares gateways.
@@ -130,7 +132,7 @@ fn normalize_gateway(url: &str) -> String {
     with_scheme.trim_end_matches('/').to_string()
 }
 
-fn radius_gateway(base_url: &str) -> String {
+pub(crate) fn radius_gateway(base_url: &str) -> String {
     let trimmed = base_url.strip_suffix('/').unwrap_or(base_url);
     let gateway = trimmed.strip_suffix("/v1").unwrap_or(base_url);
     normalize_gateway(gateway)
@@ -158,6 +160,7 @@ impl ModelRegistry {
             local: options.local,
             store: ModelsStore::load(&dir.join("models-store.json")),
             extensions: Vec::new(),
+            auth_path: dir.join("auth.json"),
         };
         if let Some(e) = &registry.config.error {
             registry.errors.push(LoadError::ModelsJson(e.clone()));
@@ -499,6 +502,55 @@ impl ModelRegistry {
     /// Provider ids in Pi's order.
     pub fn provider_ids(&self) -> Vec<&str> {
         self.providers.iter().map(|p| p.id.as_str()).collect()
+    }
+
+    /// The stored credentials of `auth.json`: provider id and `type`, in file order (an
+    /// unreadable file is its error text).
+    pub fn stored_credentials(&self) -> Result<Vec<(String, String)>, String> {
+        match &self.auth_file {
+            AuthFile::Entries(e) => Ok(e
+                .iter()
+                .map(|(id, c)| {
+                    let kind = match c {
+                        crate::auth_json::StoredCredential::ApiKey { .. } => "api_key".to_string(),
+                        crate::auth_json::StoredCredential::OAuth { .. } => "oauth".to_string(),
+                        crate::auth_json::StoredCredential::Other { kind } => kind.clone(),
+                    };
+                    (id.clone(), kind)
+                })
+                .collect()),
+            AuthFile::Invalid(msg) => Err(msg.clone()),
+        }
+    }
+
+    /// `<agent-dir>/auth.json`.
+    pub fn auth_path(&self) -> &Path {
+        &self.auth_path
+    }
+
+    /// A provider's first model (what provider-level auth resolves against).
+    pub fn first_model(&self, provider: &str) -> Option<Arc<Model>> {
+        self.providers
+            .iter()
+            .find(|p| p.id == provider)
+            .and_then(|p| p.models().first().cloned())
+    }
+
+    /// Whether the provider takes an API key typed at login (its key comes from a variable or
+    /// `auth.json`, not from ambient files like AWS's or Google's).
+    pub fn offers_api_key_login(&self, provider: &str) -> bool {
+        self.providers
+            .iter()
+            .find(|p| p.id == provider)
+            .is_some_and(|p| p.auth().offers_key_login())
+    }
+
+    /// Whether the provider offers an account (OAuth) login.
+    pub fn offers_oauth(&self, provider: &str) -> bool {
+        self.providers
+            .iter()
+            .find(|p| p.id == provider)
+            .is_some_and(|p| p.auth().has_oauth())
     }
 
     /// A provider's display name (`name` in models.json, else the built-in name, else the id).

@@ -17,6 +17,8 @@ pub struct RequestAuth {
     pub headers: Option<HeaderList>,
     /// Provider settings that travel with the credential (account ids, AWS profile, ...).
     pub env: Option<ExplicitEnv>,
+    /// The endpoint the credential names, replacing the model's (GitHub Copilot's proxy).
+    pub base_url: Option<String>,
 }
 
 /// Why a request has no credentials. `Display` is Pi's error text.
@@ -28,12 +30,11 @@ pub enum AuthError {
     /// A stored OAuth login that did not yield credentials.
     #[error("{}", messages::oauth_failed(.provider))]
     OAuthFailed { provider: String },
-    /// A stored OAuth login: using OAuth tokens (refresh, provider token exchange) is not
-    /// implemented here.
-    #[error(
-        "OAuth credentials for \"{provider}\" are not supported yet; use an API key (auth.json, models.json or the provider's environment variable)"
-    )]
-    OAuthUnsupported { provider: String },
+    /// A stored OAuth login: its token comes from [`crate::oauth::resolve`] (possibly a refresh
+    /// over the network), which [`ModelRegistry::oauth_login`] describes; then
+    /// [`ModelRegistry::request_auth_with`] finishes the request's auth.
+    #[error("OAuth credentials for \"{provider}\" must be resolved first")]
+    NeedsOAuth { provider: String },
     /// A configured value failed to resolve (Pi's message, e.g.
     /// `API key auth failed for provider "p": Failed to resolve API key ... environment variable: KEY`).
     #[error("{0}")]
@@ -67,7 +68,7 @@ impl ModelRegistry {
         if let Credential::OAuth(_) = credential
             && entry.auth().has_oauth()
         {
-            return Err(AuthError::OAuthUnsupported {
+            return Err(AuthError::NeedsOAuth {
                 provider: provider.to_string(),
             });
         }
@@ -105,6 +106,62 @@ impl ModelRegistry {
             api_key: resolved.api_key,
             headers,
             env: resolved.env,
+            base_url: None,
+        })
+    }
+
+    /// The OAuth flow of `provider` and the `auth.json` its login is stored in, when the
+    /// provider offers OAuth.
+    pub fn oauth_login(&self, provider: &str) -> Option<(crate::oauth::Flow, std::path::PathBuf)> {
+        let entry = self.providers.iter().find(|p| p.id == provider)?;
+        if !entry.auth().has_oauth() {
+            return None;
+        }
+        let config = entry.config.as_ref();
+        let base_url = config
+            .and_then(|c| c.base_url.clone())
+            .or_else(|| entry.models().first().map(|m| m.base_url.clone()))
+            .unwrap_or_default();
+        let flow = crate::oauth::Flow::for_provider(
+            provider,
+            config.and_then(|c| c.oauth.as_deref()),
+            &base_url,
+        )?;
+        Some((flow, self.auth_path.clone()))
+    }
+
+    /// A request's auth from a resolved OAuth login: its token or headers, then the model's
+    /// and the configured model headers as for API keys.
+    pub fn request_auth_with(
+        &self,
+        model: &Model,
+        oauth: crate::oauth::OAuthAuth,
+    ) -> Result<RequestAuth, AuthError> {
+        let oauth_headers: Option<HeaderList> = (!oauth.headers.is_empty()).then(|| {
+            oauth
+                .headers
+                .into_iter()
+                .map(|(k, v)| (k, Some(v)))
+                .collect()
+        });
+        let model_headers: Option<HeaderList> = model.headers.as_ref().map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.to_string(), Some(v.clone())))
+                .collect()
+        });
+        let mut headers = headers::merge(oauth_headers, model_headers);
+        if let Some(raw) = self.configured_model_headers(model) {
+            let what = format!("model \"{}/{}\"", model.provider, model.id);
+            let configured =
+                config_value::resolve_headers_or_error(Some(&raw), &what, None, &self.env)
+                    .map_err(AuthError::Failed)?;
+            headers = headers::merge(headers, configured.map(headers::from_strings));
+        }
+        Ok(RequestAuth {
+            api_key: oauth.api_key,
+            headers,
+            env: None,
+            base_url: oauth.base_url,
         })
     }
 
@@ -141,5 +198,30 @@ impl ModelRegistry {
             }
         }
         (!out.is_empty()).then_some(out)
+    }
+}
+
+/// [`ModelRegistry::request_auth`] for a registry shared behind a mutex, resolving (and when
+/// due refreshing) a stored OAuth login without holding the lock across the network.
+pub async fn request_auth_shared(
+    registry: &std::sync::Mutex<ModelRegistry>,
+    model: &Model,
+) -> Result<RequestAuth, AuthError> {
+    let lock = || {
+        registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let first = lock().request_auth(model);
+    let Err(AuthError::NeedsOAuth { provider }) = first else {
+        return first;
+    };
+    let Some((flow, path)) = lock().oauth_login(&provider) else {
+        return Err(AuthError::OAuthFailed { provider });
+    };
+    match crate::oauth::resolve(&path, &provider, &flow, None).await {
+        Ok(Some(auth)) => lock().request_auth_with(model, auth),
+        Ok(None) => Err(AuthError::OAuthFailed { provider }),
+        Err(text) => Err(AuthError::Failed(text)),
     }
 }

@@ -1,5 +1,6 @@
 //! `<agent-dir>/models-store.json`: provider catalogs Pi cached from earlier online refreshes.
-//! Pi restores them even offline; this module applies them read-only (we never refresh online):
+//! Pi restores them even offline; this module applies them (`pi update --models` writes them,
+//! see `catalog_refresh.rs`):
 //!
 //! * built-in providers: a cached pi.dev catalog newer than the bundled data overlays it by id;
 //! * `openrouter`: a saved personalized list replaces the catalog when non-empty;

@@ -81,6 +81,8 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             )
         }
     };
+    let copilot = model.provider == "github-copilot";
+    let oauth = !copilot && key.as_deref().is_some_and(request::is_oauth_token);
     let params = request::Params {
         model: &model,
         compat: &compat,
@@ -88,6 +90,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         max_tokens,
         temperature: options.temperature,
         thinking,
+        oauth,
     };
     let body = match request::build_body(&params, &messages) {
         Ok(b) => b,
@@ -95,20 +98,32 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     };
     let tools = transcript_tools(&messages);
     let mut headers = Headers::default();
-    if let Some(k) = &key {
-        headers.set("x-api-key", k.clone());
+    match &key {
+        // Subscription and Copilot tokens are bearer tokens.
+        Some(k) if oauth || copilot => headers.set("authorization", format!("Bearer {k}")),
+        Some(k) => headers.set("x-api-key", k.clone()),
+        None => {}
     }
     headers.set("anthropic-version", "2023-06-01");
-    for (k, v) in base_headers(
-        &model,
-        &options,
-        &[
-            ("accept", "application/json".into()),
-            ("anthropic-dangerous-direct-browser-access", "true".into()),
-        ],
-    )
-    .0
-    {
+    let mut defaults = vec![
+        ("accept", "application/json".to_string()),
+        (
+            "anthropic-dangerous-direct-browser-access",
+            "true".to_string(),
+        ),
+    ];
+    if oauth {
+        // Claude Code's identity instead of ours.
+        defaults.push((
+            "user-agent",
+            format!("claude-cli/{}", request::CLAUDE_CODE_VERSION),
+        ));
+        defaults.push(("x-app", "cli".to_string()));
+    }
+    if copilot {
+        defaults.extend(crate::copilot::dynamic_headers(&messages));
+    }
+    for (k, v) in base_headers(&model, &options, &defaults).0 {
         headers.set(&k, v);
     }
     let configured = headers.get("anthropic-beta").map(str::to_string);
@@ -147,7 +162,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
         return;
     };
-    let mut st = State::default();
+    let mut st = State {
+        oauth_tools: oauth.then(|| tools.clone()),
+        ..State::default()
+    };
     let mut sse = SseDecoder::new();
     loop {
         let (events, end) = match resp.chunk(&cancel).await {
@@ -200,6 +218,8 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
 struct State {
     /// Anthropic block index → (content index, argument text for tool calls).
     open: HashMap<i64, (usize, Option<String>)>,
+    /// The declared tools, when tool names come back in Claude Code's casing.
+    oauth_tools: Option<Vec<pi_protocol::tool::Tool>>,
     saw_start: bool,
     saw_stop: bool,
 }
@@ -371,6 +391,10 @@ impl State {
             "tool_use" => {
                 let id = b["id"].as_str().unwrap_or("").to_string();
                 let name = b["name"].as_str().unwrap_or("").to_string();
+                let name = match &self.oauth_tools {
+                    Some(tools) => request::from_claude_code_name(&name, tools),
+                    None => name,
+                };
                 let args = b
                     .get("input")
                     .and_then(Value::as_object)

@@ -57,6 +57,52 @@ pub struct Params<'a> {
     pub max_tokens: u64,
     pub temperature: Option<f64>,
     pub thinking: Thinking,
+    /// A Claude subscription token (`sk-ant-oat...`): the request presents itself as Claude
+    /// Code (identity system block, Claude Code's tool names).
+    pub oauth: bool,
+}
+
+/// Claude Code's version the subscription requests name.
+pub const CLAUDE_CODE_VERSION: &str = "2.1.322";
+const CLAUDE_CODE_TOOLS: [&str; 17] = [
+    "Read",
+    "Write",
+    "Edit",
+    "Bash",
+    "Grep",
+    "Glob",
+    "AskUserQuestion",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "KillShell",
+    "NotebookEdit",
+    "Skill",
+    "Task",
+    "TaskOutput",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+];
+
+/// A tool's name in Claude Code's casing when Claude Code has a tool of that name.
+pub fn to_claude_code_name(name: &str) -> String {
+    CLAUDE_CODE_TOOLS
+        .iter()
+        .find(|t| t.eq_ignore_ascii_case(name))
+        .map_or_else(|| name.to_string(), |t| t.to_string())
+}
+
+/// The declared tool a Claude Code name stands for (case-insensitive), else the name.
+pub fn from_claude_code_name(name: &str, tools: &[Tool]) -> String {
+    tools
+        .iter()
+        .find(|t| t.name.eq_ignore_ascii_case(name))
+        .map_or_else(|| name.to_string(), |t| t.name.clone())
+}
+
+/// A Claude subscription (OAuth) access token.
+pub fn is_oauth_token(key: &str) -> bool {
+    key.contains("sk-ant-oat")
 }
 
 fn cache_control(p: &Params<'_>) -> Option<Value> {
@@ -147,7 +193,12 @@ pub fn convert_tools(
                 input
             };
             let mut d = Map::new();
-            d.insert("name".into(), t.name.clone().into());
+            let name = if p.oauth {
+                to_claude_code_name(&t.name)
+            } else {
+                t.name.clone()
+            };
+            d.insert("name".into(), name.into());
             d.insert("description".into(), t.description.clone().into());
             if p.compat.eager_tool_input_streaming {
                 d.insert("eager_input_streaming".into(), true.into());
@@ -231,7 +282,14 @@ fn assistant_blocks(a: &AssistantMessage, p: &Params<'_>) -> Vec<Value> {
                 });
             }
             AssistantBlock::ToolCall(tc) => {
-                blocks.push(json!({"type": "tool_use", "id": tc.id, "name": tc.name, "input": tc.arguments}));
+                let name = if p.oauth {
+                    to_claude_code_name(&tc.name)
+                } else {
+                    tc.name.clone()
+                };
+                blocks.push(
+                    json!({"type": "tool_use", "id": tc.id, "name": name, "input": tc.arguments}),
+                );
             }
         }
     }
@@ -356,14 +414,27 @@ pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Result<Map<Strin
     );
     b.insert("max_tokens".into(), p.max_tokens.into());
     b.insert("stream".into(), true.into());
-    if !system.is_empty() {
+    let text_block = |text: String| {
         let mut block = Map::new();
         block.insert("type".into(), "text".into());
-        block.insert("text".into(), system.into());
+        block.insert("text".into(), text.into());
         if let Some(cc) = &cc {
             block.insert("cache_control".into(), cc.clone());
         }
-        b.insert("system".into(), json!([Value::Object(block)]));
+        Value::Object(block)
+    };
+    let mut system_blocks = Vec::new();
+    if p.oauth {
+        // A subscription request must carry Claude Code's identity first.
+        system_blocks.push(text_block(
+            "You are Claude Code, Anthropic's official CLI for Claude.".into(),
+        ));
+    }
+    if !system.is_empty() {
+        system_blocks.push(text_block(system));
+    }
+    if !system_blocks.is_empty() {
+        b.insert("system".into(), Value::Array(system_blocks));
     }
     if let Some(t) = p.temperature
         && matches!(p.thinking, Thinking::Off)
@@ -418,6 +489,9 @@ pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Result<Map<Strin
 /// The `anthropic-beta` features, unless a configured header replaces them.
 pub fn betas(model: &Model, p: &Params<'_>, has_tools: bool) -> Vec<&'static str> {
     let mut f = Vec::new();
+    if p.oauth {
+        f.extend(["claude-code-20250219", "oauth-2025-04-20"]);
+    }
     if has_tools && !p.compat.eager_tool_input_streaming {
         f.push("fine-grained-tool-streaming-2025-05-14");
     }

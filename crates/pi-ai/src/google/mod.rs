@@ -3,7 +3,7 @@
 //! Text and thought parts extend the current block or start a new one; a function call closes
 //! the current block and is streamed whole (start, one delta, end).
 
-mod request;
+pub(crate) mod request;
 
 use crate::cost::{calculate_cost, clamp_thinking_level};
 use crate::http::{self, ReadError};
@@ -54,29 +54,60 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             .setup_fail(format!("No API key for provider: {}", model.provider))
             .await;
     };
+    let target = Target {
+        url: format!(
+            "{}/models/{}:streamGenerateContent?alt=sse",
+            model.base_url.trim_end_matches('/'),
+            model.id
+        ),
+        auth: vec![("x-goog-api-key".into(), key)],
+        vertex: false,
+    };
+    run_target(model, context, options, out, target).await;
+}
+
+/// Where a Gemini-format request goes and how it authenticates.
+pub(crate) struct Target {
+    pub url: String,
+    /// Credential headers, set after the model's and the request's.
+    pub auth: Vec<(String, String)>,
+    /// Vertex AI: the SDK keeps Pi's key order in function calls and responses, and the
+    /// end-of-stream wording names Vertex.
+    pub vertex: bool,
+}
+
+/// Streams a `streamGenerateContent` request to `target`.
+pub(crate) async fn run_target(
+    model: Model,
+    context: LlmContext,
+    options: StreamOptions,
+    out: Output,
+    target: Target,
+) {
     let thinking = match thinking_config(&model, &options) {
         Ok(t) => t,
         Err(e) => return out.setup_fail(e).await,
     };
     let messages = collapse_system_messages(&context.messages);
     let max_tokens = base_max_tokens(&model, &context, &options);
-    let body =
+    let mut body =
         match request::build_body(&model, &messages, max_tokens, options.temperature, thinking) {
             Ok(b) => b,
             Err(e) => return out.fail(options.cancel.is_cancelled(), e).await,
         };
+    if target.vertex {
+        request::vertex_key_order(&mut body);
+    }
     let mut headers = Headers::default();
     for (k, v) in base_headers(&model, &options, &[]).0 {
         headers.set(&k, v);
     }
     headers.set("content-type", "application/json");
-    headers.set("x-goog-api-key", key);
+    for (k, v) in target.auth {
+        headers.set(&k, v);
+    }
     let req = http::Request {
-        url: format!(
-            "{}/models/{}:streamGenerateContent?alt=sse",
-            model.base_url.trim_end_matches('/'),
-            model.id
-        ),
+        url: target.url,
         headers: headers.0,
         body: to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
@@ -134,7 +165,11 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let text = if cancel.is_cancelled() {
         Some("Request was aborted".to_string())
     } else if out.msg.stop_reason == StopReason::Pending {
-        Some("Google stream ended without a finish reason".to_string())
+        Some(if target.vertex {
+            "Google Vertex stream ended without a finish reason".to_string()
+        } else {
+            "Google stream ended without a finish reason".to_string()
+        })
     } else if matches!(out.msg.stop_reason, StopReason::Error | StopReason::Aborted) {
         Some(match &out.msg.raw_stop_reason {
             Some(r) => format!("Provider stopped with: {r}"),

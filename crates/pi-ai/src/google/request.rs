@@ -429,3 +429,40 @@ pub fn build_body(
     b.insert("generationConfig".into(), Value::Object(generation));
     Ok(b)
 }
+
+/// The Vertex SDK passes Pi's function calls through (`name, args, id`) and writes function
+/// responses as `id, name, parts, response`; the Gemini SDK orders them differently.
+pub fn vertex_key_order(body: &mut Map<String, Value>) {
+    let reorder = |v: &mut Value, keys: &[&str]| {
+        if let Some(m) = v.as_object_mut() {
+            let mut out = Map::new();
+            for k in keys {
+                if let Some(x) = m.remove(*k) {
+                    out.insert((*k).to_string(), x);
+                }
+            }
+            out.extend(std::mem::take(m));
+            *m = out;
+        }
+    };
+    for content in body
+        .get_mut("contents")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        for part in content
+            .get_mut("parts")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(call) = part.get_mut("functionCall") {
+                reorder(call, &["name", "args", "id"]);
+            }
+            if let Some(resp) = part.get_mut("functionResponse") {
+                reorder(resp, &["id", "name", "parts", "response"]);
+            }
+        }
+    }
+}

@@ -72,7 +72,12 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             extra.push(("x-session-affinity", sid.clone()));
         }
     }
-    let mut headers = base_headers(&model, &options, &[]);
+    let copilot = if model.provider == "github-copilot" {
+        crate::copilot::dynamic_headers(&context.messages)
+    } else {
+        Vec::new()
+    };
+    let mut headers = base_headers(&model, &options, &copilot);
     set_unless_requested(&mut headers, &options, extra);
     headers.set("Accept", "application/json");
     headers.set("Content-Type", "application/json");

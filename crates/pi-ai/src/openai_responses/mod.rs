@@ -3,7 +3,7 @@
 //! Output items become blocks in the order they are added; reasoning items are kept whole (as
 //! JSON in `thinkingSignature`) for replay, text items keep their id in `textSignature`.
 
-mod request;
+pub(crate) mod request;
 
 use crate::cost::calculate_cost;
 use crate::http::{self, ReadError};
@@ -80,7 +80,12 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         }
     }
-    let mut headers = base_headers(&model, &options, &[]);
+    let copilot = if model.provider == "github-copilot" {
+        crate::copilot::dynamic_headers(&context.messages)
+    } else {
+        Vec::new()
+    };
+    let mut headers = base_headers(&model, &options, &copilot);
     set_unless_requested(&mut headers, &options, extra);
     headers.set("Accept", "application/json");
     headers.set("Content-Type", "application/json");
@@ -97,19 +102,54 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             &model.provider
         }
     );
-    let cancel = options.cancel.clone();
     let error_text = |e: &http::SendError| {
         let (aborted, text) = send_error_text(Sdk::OpenAi, e, Some(&prefix));
         (aborted, with_hint(text))
     };
-    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+    let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
         return;
     };
-    let mut st = State::default();
+    relay(Flavor::OpenAi, &model, out, resp, &options.cancel).await;
+}
+
+/// Which adapter of the Responses family is streaming: they share the event handling and
+/// differ in error wording, service-tier pricing and how the stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    OpenAi,
+    Azure,
+    Codex,
+}
+
+impl Flavor {
+    fn hint(self, text: String) -> String {
+        match self {
+            Flavor::OpenAi => with_hint(text),
+            _ => text,
+        }
+    }
+}
+
+/// Reads a Responses event stream into `out` and ends it.
+pub(crate) async fn relay(
+    flavor: Flavor,
+    model: &Model,
+    mut out: Output,
+    mut resp: http::Body,
+    cancel: &tokio_util::sync::CancellationToken,
+) {
+    let mut st = State {
+        flavor,
+        ..State::default()
+    };
     let mut sse = SseDecoder::new();
     'read: loop {
-        let (events, end) = match resp.chunk(&cancel).await {
+        let (events, end) = match resp.chunk(cancel).await {
             Ok(Some(bytes)) => (sse.push(&bytes), false),
+            Err(ReadError::Aborted) if flavor == Flavor::Codex => {
+                st.flush_partial(&mut out);
+                return out.fail(true, "Request was aborted".into()).await;
+            }
             // The SDK ends the stream quietly on abort; the missing terminal event reports it.
             Ok(None) | Err(ReadError::Aborted) => (sse.finish(), true),
             Err(e) => {
@@ -118,27 +158,47 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         };
         for ev in events {
-            let data = match openai_sse_data(&ev) {
-                SseData::Done => break 'read,
-                SseData::Fail(t) => {
-                    st.flush_partial(&mut out);
-                    return out.fail(cancel.is_cancelled(), with_hint(t)).await;
+            let data = if flavor == Flavor::Codex {
+                match codex_event(&ev) {
+                    Ok(Some(d)) => d,
+                    Ok(None) => continue,
+                    Err(t) => {
+                        st.flush_partial(&mut out);
+                        return out.fail(cancel.is_cancelled(), t).await;
+                    }
                 }
-                SseData::Event(d) => d,
+            } else {
+                match openai_sse_data(&ev) {
+                    SseData::Done => break 'read,
+                    SseData::Fail(t) => {
+                        st.flush_partial(&mut out);
+                        return out.fail(cancel.is_cancelled(), flavor.hint(t)).await;
+                    }
+                    SseData::Event(d) => d,
+                }
             };
-            if let Err(t) = st.event(&model, &data, &mut out).await {
+            if let Err(t) = st.event(model, &data, &mut out).await {
                 st.flush_partial(&mut out);
-                return out.fail(cancel.is_cancelled(), with_hint(t)).await;
+                return out.fail(cancel.is_cancelled(), flavor.hint(t)).await;
             }
             if out.gone() {
                 return;
+            }
+            // Codex's stream is over at its first terminal event.
+            if flavor == Flavor::Codex && st.terminal {
+                break 'read;
             }
         }
         if end {
             break;
         }
     }
-    let text = if !st.terminal {
+    let ended = match flavor {
+        Flavor::OpenAi => "OpenAI Responses stream ended without a stop reason",
+        Flavor::Azure => "Azure OpenAI Responses stream ended without a stop reason",
+        Flavor::Codex => "Codex stream ended without a stop reason",
+    };
+    let text = if !st.terminal && flavor != Flavor::Codex {
         Some("OpenAI Responses stream ended before a terminal response event".to_string())
     } else if out.msg.stop_reason == StopReason::ToolUse && !st.unfinished.is_empty() {
         let i = st.unfinished[0];
@@ -152,7 +212,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     } else if cancel.is_cancelled() {
         Some("Request was aborted".to_string())
     } else if out.msg.stop_reason == StopReason::Pending {
-        Some("OpenAI Responses stream ended without a stop reason".to_string())
+        Some(ended.to_string())
     } else if matches!(out.msg.stop_reason, StopReason::Error | StopReason::Aborted) {
         Some(
             out.msg
@@ -166,9 +226,63 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     match text {
         Some(t) => {
             st.flush_partial(&mut out);
-            out.fail(cancel.is_cancelled(), with_hint(t)).await
+            out.fail(cancel.is_cancelled(), flavor.hint(t)).await
         }
         None => out.done().await,
+    }
+}
+
+/// One Codex SSE event as a Responses event: errors become failures in Codex's words, the
+/// terminal events (`response.done` too) become `response.completed` with a known status.
+fn codex_event(ev: &crate::sse::SseEvent) -> Result<Option<Value>, String> {
+    let data = pi_js::trim(&ev.data);
+    if data.is_empty() || data == "[DONE]" {
+        return Ok(None);
+    }
+    let mut v =
+        pi_js::parse::parse_js_json(data).map_err(|e| format!("Invalid Codex SSE JSON: {e}"))?;
+    let Some(kind) = v["type"].as_str().map(String::from) else {
+        return Ok(None);
+    };
+    match kind.as_str() {
+        "error" => {
+            let pick = |k: &str| {
+                v[k].as_str()
+                    .or_else(|| v["error"][k].as_str())
+                    .map(String::from)
+            };
+            let text = pick("message")
+                .filter(|m| !m.is_empty())
+                .or_else(|| pick("code").filter(|c| !c.is_empty()))
+                .unwrap_or_else(|| to_js_string(&v).unwrap_or_default());
+            Err(format!("Codex error: {text}"))
+        }
+        "response.failed" => Err(v["response"]["error"]["message"]
+            .as_str()
+            .filter(|m| !m.is_empty())
+            .unwrap_or("Codex response failed")
+            .to_string()),
+        "response.done" | "response.completed" | "response.incomplete" => {
+            v["type"] = "response.completed".into();
+            if let Some(r) = v.get_mut("response").and_then(Value::as_object_mut) {
+                let known = r.get("status").and_then(Value::as_str).is_some_and(|s| {
+                    [
+                        "completed",
+                        "incomplete",
+                        "failed",
+                        "cancelled",
+                        "queued",
+                        "in_progress",
+                    ]
+                    .contains(&s)
+                });
+                if !known {
+                    r.remove("status");
+                }
+            }
+            Ok(Some(v))
+        }
+        _ => Ok(Some(v)),
     }
 }
 
@@ -198,14 +312,27 @@ struct Slot {
     args: String,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
+    flavor: Flavor,
     slots: HashMap<i64, Slot>,
     /// Content indices of tool calls whose `output_item.done` has not arrived.
     unfinished: Vec<usize>,
     /// Reasoning item id → content index (for signatures backfilled at completion).
     reasoning: HashMap<String, usize>,
     terminal: bool,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            flavor: Flavor::OpenAi,
+            slots: HashMap::new(),
+            unfinished: Vec::new(),
+            reasoning: HashMap::new(),
+            terminal: false,
+        }
+    }
 }
 
 fn u(v: &Value) -> u64 {
@@ -549,10 +676,12 @@ impl State {
             };
         }
         calculate_cost(model, &mut out.msg.usage);
-        let tier = match r["service_tier"].as_str() {
-            Some("flex") => 0.5,
-            Some("priority" | "fast") if model.id == "gpt-5.5" => 2.5,
-            Some("priority" | "fast") => 2.0,
+        let tier = match (self.flavor, r["service_tier"].as_str()) {
+            (Flavor::Azure, _) => 1.0,
+            (_, Some("flex")) => 0.5,
+            (Flavor::Codex, Some("fast")) => 1.0,
+            (_, Some("priority" | "fast")) if model.id == "gpt-5.5" => 2.5,
+            (_, Some("priority" | "fast")) => 2.0,
             _ => 1.0,
         };
         if tier != 1.0 {

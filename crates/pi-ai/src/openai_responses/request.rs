@@ -18,7 +18,8 @@ use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
 
 const MIN_OUTPUT_TOKENS: u64 = 16;
-const TOOL_CALL_PROVIDERS: [&str; 3] = ["openai", "openai-codex", "opencode"];
+/// Providers whose tool-call ids keep their `call|item` form (`OPENAI_TOOL_CALL_PROVIDERS`).
+pub const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
 
 pub struct Params<'a> {
     pub model: &'a Model,
@@ -28,7 +29,7 @@ pub struct Params<'a> {
     pub retention: CacheRetention,
 }
 
-fn supports_strict(model: &Model) -> bool {
+pub(crate) fn supports_strict(model: &Model) -> bool {
     model
         .compat
         .as_ref()
@@ -51,8 +52,13 @@ fn id_part(part: &str) -> String {
     s.trim_end_matches('_').to_string()
 }
 
-fn normalize_tool_call_id(model: &Model, id: &str, source: &AssistantMessage) -> String {
-    if !TOOL_CALL_PROVIDERS.contains(&model.provider.as_str()) || !id.contains('|') {
+fn normalize_tool_call_id(
+    model: &Model,
+    providers: &[&str],
+    id: &str,
+    source: &AssistantMessage,
+) -> String {
+    if !providers.contains(&model.provider.as_str()) || !id.contains('|') {
         return id_part(id);
     }
     let mut parts = id.split('|');
@@ -148,8 +154,12 @@ fn tool_output(model: &Model, content: &[UserBlock]) -> Value {
     Value::Array(out)
 }
 
-pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> {
-    let norm = |id: &str, src: &AssistantMessage| normalize_tool_call_id(model, id, src);
+pub fn convert_messages(
+    model: &Model,
+    providers: &[&str],
+    messages: &[AgentMessage],
+) -> Vec<Value> {
+    let norm = |id: &str, src: &AssistantMessage| normalize_tool_call_id(model, providers, id, src);
     let transformed = transform_messages(messages, model, Some(&norm));
     let developer = model.reasoning
         && model
@@ -288,7 +298,7 @@ pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Map<String, Valu
     b.insert("model".into(), model.id.clone().into());
     b.insert(
         "input".into(),
-        Value::Array(convert_messages(model, messages)),
+        Value::Array(convert_messages(model, TOOL_CALL_PROVIDERS, messages)),
     );
     b.insert("stream".into(), true.into());
     let key_disabled = c.and_then(|c| c.prompt_cache_key_mode)

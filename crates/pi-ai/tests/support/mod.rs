@@ -23,6 +23,10 @@ pub struct Reply {
     /// Stop sending after this many chunks and keep the connection open.
     pub stall_after: Option<usize>,
     pub gap: Duration,
+    /// Binary chunks (AWS event-stream frames) sent instead of `chunks` when not empty.
+    pub raw_chunks: Vec<Vec<u8>>,
+    /// Extra response headers.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
@@ -151,11 +155,17 @@ impl Mock {
             500 => "Internal Server Error",
             502 => "Bad Gateway",
             503 => "Service Unavailable",
+            403 => "Forbidden",
             _ => "Status",
         };
+        let extra: String = reply
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}\r\n"))
+            .collect();
         if let Some(b) = &reply.body {
             let out = format!(
-                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{b}",
                 reply.status,
                 reply.content_type,
                 b.len()
@@ -171,12 +181,19 @@ impl Mock {
             return;
         }
         let cut = reply.drop_after.or(reply.stall_after);
-        for (i, c) in reply.chunks.iter().enumerate() {
+        let chunks: Vec<&[u8]> = if reply.raw_chunks.is_empty() {
+            reply.chunks.iter().map(|c| c.as_bytes()).collect()
+        } else {
+            reply.raw_chunks.iter().map(Vec::as_slice).collect()
+        };
+        for (i, c) in chunks.iter().enumerate() {
             if cut.is_some_and(|n| i >= n) {
                 break;
             }
-            let frame = format!("{:x}\r\n{c}\r\n", c.len());
-            if sock.write_all(frame.as_bytes()).await.is_err() {
+            let mut frame = format!("{:x}\r\n", c.len()).into_bytes();
+            frame.extend_from_slice(c);
+            frame.extend_from_slice(b"\r\n");
+            if sock.write_all(&frame).await.is_err() {
                 return;
             }
             let _ = sock.flush().await;

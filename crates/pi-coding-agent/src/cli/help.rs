@@ -25,7 +25,12 @@ Usage:
   pi --mode json [options] [messages...]  Every event of the prompts as JSON lines, then exit
   pi -p [options] [@files...] [messages...]
                                           Answer the prompts, print the final text, then exit
-  pi mcp <command>                        Manage MCP servers (pi mcp --help)
+
+Commands:
+  pi mcp <command>             Manage MCP servers (pi mcp --help)
+  pi auth <command>            Log in or out, print credentials, or check provider readiness
+  pi auth --help               Show the auth commands
+  pi update --models           Refresh the model catalogs of configured providers
 ";
 
 const OPTIONS: &str = "
@@ -214,9 +219,10 @@ mod tests {
             };
             from += at + 1;
         }
-        // Subcommands that do not exist yet are not advertised.
+        // Subcommands that do not exist yet are not advertised; those that do are.
         assert!(!text.contains("pi install"));
         assert!(text.contains("\n  pi mcp <command> "));
+        assert!(text.contains("\n  pi auth <command>  "));
         assert!(text.contains("pi --mode rpc [options]"));
         assert!(text.ends_with('\n') && !text.ends_with("\n\n"));
     }

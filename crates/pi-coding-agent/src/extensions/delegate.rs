@@ -257,14 +257,19 @@ impl HostDelegate {
             "execute_tool" => rt.ext_execute_tool(&params).await,
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
-                let registry = lock(&rt.core.registry);
-                let model = registry
+                let model = lock(&rt.core.registry)
                     .all_models()
                     .into_iter()
                     .find(|m| m.provider == provider);
-                match model.map(|m| registry.request_auth(&m)) {
-                    Some(Ok(auth)) => Ok(json!({"apiKey": auth.api_key})),
-                    _ => Ok(json!({})),
+                let auth = match model {
+                    Some(m) => pi_registry::request_auth_shared(&rt.core.registry, &m)
+                        .await
+                        .ok(),
+                    None => None,
+                };
+                match auth {
+                    Some(auth) => Ok(json!({"apiKey": auth.api_key})),
+                    None => Ok(json!({})),
                 }
             }
             "new_session" => {

@@ -28,7 +28,7 @@ impl Runtime {
 
     /// One whole response for pi-ai's `Context` (`systemPrompt`, `messages`, `tools`).
     pub(crate) async fn ext_complete(&self, params: &Value) -> Result<Value, String> {
-        let (_, mut stream) = self.ext_request(params)?;
+        let (_, mut stream) = self.ext_request(params).await?;
         loop {
             match stream.next().await {
                 Some(StreamEvent::Done { message }) | Some(StreamEvent::Error { message }) => {
@@ -48,7 +48,7 @@ impl Runtime {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let (model, mut stream) = self.ext_request(params)?;
+        let (model, mut stream) = self.ext_request(params).await?;
         let mut partial = super::PartialAssistant::new(AssistantMessage::new(
             model.api.clone(),
             model.provider.clone(),
@@ -72,13 +72,13 @@ impl Runtime {
         Err("Provider stream ended without a result".into())
     }
 
-    fn ext_request(&self, params: &Value) -> Result<(Model, pi_ai::AssistantStream), String> {
+    async fn ext_request(&self, params: &Value) -> Result<(Model, pi_ai::AssistantStream), String> {
         let model = self.call_model(params)?;
         let context = params.get("context").cloned().unwrap_or(Value::Null);
         let messages = llm_messages(&context)?;
         let options = params.get("options").cloned().unwrap_or(Value::Null);
-        let auth = lock(&self.core.registry)
-            .request_auth(&model)
+        let auth = pi_registry::request_auth_shared(&self.core.registry, &model)
+            .await
             .map_err(|e| e.to_string())?;
         let reasoning = options
             .get("reasoning")

@@ -163,6 +163,7 @@ impl Core {
         }
         let api_key = self
             .summarization_api_key(model)
+            .await
             .map_err(SummarizeError::Failed)?;
         let thinking_level = self
             .agent()
@@ -229,9 +230,9 @@ impl Core {
     }
 
     /// The credential for a summarization call; like a prompt, it needs one.
-    fn summarization_api_key(&self, model: &Model) -> Result<Option<String>, String> {
-        let auth = lock(&self.registry)
-            .request_auth(model)
+    async fn summarization_api_key(&self, model: &Model) -> Result<Option<String>, String> {
+        let auth = pi_registry::request_auth_shared(&self.registry, model)
+            .await
             .map_err(|e| e.to_string())?;
         if auth.api_key.is_none() && auth.headers.is_none() {
             return Err(pi_registry::no_api_key_found(
@@ -575,6 +576,7 @@ impl Core {
             crate::compaction::branch::prepare(entries, window.saturating_sub(reserve));
         let api_key = self
             .summarization_api_key(&model)
+            .await
             .map_err(SummarizeError::Failed)?;
         let thinking_level = self
             .agent()

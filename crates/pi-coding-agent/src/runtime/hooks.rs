@@ -3,7 +3,7 @@
 //! `message_end`.
 
 use super::{Core, lock};
-use pi_agent::{BoxFuture, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
+use pi_agent::{BoxFuture, RequestCredentials, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
 use pi_protocol::content::ToolCall;
 use pi_protocol::event::CompactionReason;
 use pi_protocol::message::AgentMessage;
@@ -45,6 +45,79 @@ impl RunHooks for Core {
                 .request_auth(&model)
                 .ok()
                 .and_then(|a| a.api_key)
+        })
+    }
+
+    fn request_credentials<'a>(
+        &'a self,
+        model: &'a pi_protocol::model::Model,
+    ) -> BoxFuture<'a, Result<RequestCredentials, String>> {
+        Box::pin(async move {
+            let oauth = lock(&self.registry).is_using_oauth(&model.provider);
+            match pi_registry::request_auth_shared(&self.registry, model).await {
+                Ok(auth) => {
+                    let mut creds = RequestCredentials {
+                        api_key: auth.api_key,
+                        base_url: auth.base_url,
+                        ..RequestCredentials::default()
+                    };
+                    for (k, v) in auth.env.iter().flat_map(|e| e.iter()) {
+                        if let Some(v) = v.as_str() {
+                            creds.env.insert(k.clone(), v.to_string());
+                        }
+                    }
+                    // Headers an OAuth login adds (Kimi sends its token as `Authorization`).
+                    if oauth {
+                        for (k, v) in auth.headers.iter().flat_map(|h| h.iter()) {
+                            if let Some(v) = v {
+                                creds.headers.insert(k.clone(), v.clone());
+                            }
+                        }
+                    }
+                    Ok(creds)
+                }
+                // A stored login that cannot give a token fails the response with Pi's text.
+                Err(e) if oauth => Err(e.to_string()),
+                Err(_) => Ok(RequestCredentials::default()),
+            }
+        })
+    }
+
+    fn credentials_rejected<'a>(
+        &'a self,
+        model: &'a pi_protocol::model::Model,
+        failed: &'a pi_protocol::message::AssistantMessage,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let text = failed.error_message.as_deref().unwrap_or("");
+            if !is_unauthorized(text) {
+                return false;
+            }
+            let login = {
+                let registry = lock(&self.registry);
+                if !registry.is_using_oauth(&model.provider) {
+                    return false;
+                }
+                registry.oauth_login(&model.provider)
+            };
+            let Some((flow, path)) = login else {
+                return false;
+            };
+            let Ok(stored) = pi_registry::oauth::store::read(&path) else {
+                return false;
+            };
+            let Some(access) = stored
+                .get(&model.provider)
+                .and_then(|c| c.get("access"))
+                .and_then(Value::as_str)
+                .map(String::from)
+            else {
+                return false;
+            };
+            matches!(
+                pi_registry::oauth::refresh_rejected(&path, &model.provider, &flow, &access).await,
+                Ok(Some(_))
+            )
         })
     }
 
@@ -240,4 +313,15 @@ fn apply_tool_result_patch(
         .and_then(Value::as_bool)
         .unwrap_or(is_error);
     (result, is_error)
+}
+
+/// Whether a failure text reports an HTTP 401 (the credential was not accepted).
+fn is_unauthorized(text: &str) -> bool {
+    let b = text.as_bytes();
+    text.match_indices("401").any(|(i, _)| {
+        let before = i.checked_sub(1).map(|j| b[j]);
+        let after = b.get(i + 3).copied();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric())
+            && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+    })
 }

@@ -21,7 +21,7 @@ mod tools;
 
 pub(crate) use prompt::custom_message;
 pub use prompt::{Preflight, PromptOrigin, PromptRequest};
-pub use startup::{list_models, start};
+pub use startup::{cli_registry, list_models, start};
 pub(crate) use tools::{ToolCatalog, extension_tools};
 
 use crate::output::Output;

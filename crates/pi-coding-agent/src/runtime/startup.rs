@@ -628,6 +628,24 @@ fn assemble(
 
 /// `pi --list-models [search]`: the available models as Pi's table (stdout) and any models.json
 /// problems (stderr).
+/// The model registry as a CLI command outside a session sees it (`pi auth`).
+pub fn cli_registry() -> ModelRegistry {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let home = home_dir();
+    let env = RuntimeEnv {
+        agent_dir: agent_dir(
+            std::env::var("PI_CODING_AGENT_DIR").ok().as_deref(),
+            &home,
+            &cwd,
+        ),
+        docs_dir: pi_docs(&package_dir(&home)),
+        package_dir: package_dir(&home),
+        cwd,
+        home,
+    };
+    load_registry(&env).0
+}
+
 pub fn list_models(search: Option<&str>) -> pi_registry::ListModelsOutput {
     let cwd = std::env::current_dir().unwrap_or_default();
     let home = home_dir();
