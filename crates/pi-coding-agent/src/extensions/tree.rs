@@ -225,48 +225,8 @@ impl Runtime {
             result.map_err(|e| e.to_string())?
         };
         core.refresh_agent_context();
-        self.restore_tools_from_transcript();
+        self.restore_tools_from_transcript(false);
         Ok(Navigation::Done(appended))
-    }
-
-    /// The tools the branch's system messages leave active (Pi's `_restoreToolsFromTranscript`),
-    /// plus extension tools that are active by default and the branch never mentioned.
-    pub(crate) fn restore_tools_from_transcript(&self) {
-        let systems: Vec<pi_protocol::message::SystemMessage> = {
-            let session = lock(&self.core.session);
-            session
-                .branch_entries(None)
-                .into_iter()
-                .filter_map(|e| match e {
-                    SessionEntry::Message(m) => match &*m.message {
-                        AgentMessage::System(s) => Some(s.clone()),
-                        _ => None,
-                    },
-                    _ => None,
-                })
-                .collect()
-        };
-        if systems.is_empty() {
-            return;
-        }
-        let mentioned: Vec<String> = systems
-            .iter()
-            .flat_map(|s| {
-                let added = s.tools_added.iter().flatten().map(|t| t.name.clone());
-                let removed = s.tools_removed.iter().flatten().map(|t| t.name.clone());
-                added.chain(removed)
-            })
-            .collect();
-        let mut names: Vec<String> = pi_ai::transcript::current_tools(&systems)
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
-        for name in self.core.tools.extension_defaults() {
-            if !mentioned.contains(&name) && !names.contains(&name) {
-                names.push(name);
-            }
-        }
-        self.set_active_tools_by_name(&names);
     }
 }
 

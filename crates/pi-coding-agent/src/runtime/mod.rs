@@ -121,6 +121,8 @@ pub(crate) struct Core {
     pub usage_json: Mutex<Option<(pi_protocol::usage::Usage, Box<serde_json::value::RawValue>)>>,
     /// Every tool the session can declare.
     pub tools: ToolCatalog,
+    /// The tools a session starts with (CLI, settings, MCP), before its transcript's loadout.
+    pub default_tools: OnceLock<Vec<String>>,
     /// Loaded extensions (none: nothing to do anywhere).
     pub ext: crate::extensions::Extensions,
     /// `extension_error`s found at startup, written once the session runs: `(path, error)`.

@@ -90,6 +90,20 @@ impl Runtime {
             s.thinking_level = selection.thinking_level;
             s.error_message = None;
         });
+        // Pi's new runtime starts with the default tools, then takes the loadout the session's
+        // transcript recorded.
+        let mut names = self.core.default_tools.get().cloned().unwrap_or_default();
+        let defaults = match self.core.args.no_tools {
+            true => Vec::new(),
+            false => self.core.tools.extension_defaults(),
+        };
+        for name in defaults {
+            if !names.contains(&name) && self.core.tools.is_allowed(&name) {
+                names.push(name);
+            }
+        }
+        self.set_active_tools_by_name(&names);
+        self.restore_tools_from_transcript(true);
         self.ext_session_restart(reason.as_str(), previous_file)
             .await;
     }

@@ -578,6 +578,7 @@ fn assemble(
         ext,
         pending_ext_errors: Mutex::new(deferred),
         ext_partial: Mutex::new(None),
+        default_tools: OnceLock::new(),
         quit: tokio::sync::Notify::new(),
         agent: OnceLock::new(),
         this: OnceLock::new(),
@@ -597,6 +598,7 @@ fn assemble(
     } else {
         core.start_mcp(&builtin_extensions, args.no_mcp);
     }
+    let _ = core.default_tools.set(names.clone());
     let tools: Vec<Arc<dyn pi_agent::AgentTool>> =
         names.iter().filter_map(|n| core.tools.get(n)).collect();
     let config = AgentConfig {
@@ -623,7 +625,10 @@ fn assemble(
     agent.set_steering_mode(s.steering_mode);
     agent.set_follow_up_mode(s.follow_up_mode);
     let _ = core.agent.set(Arc::downgrade(&agent));
-    Ok(Runtime { agent, core })
+    let rt = Runtime { agent, core };
+    // A resumed session takes the tool loadout its transcript recorded.
+    rt.restore_tools_from_transcript(true);
+    Ok(rt)
 }
 
 /// `pi --list-models [search]`: the available models as Pi's table (stdout) and any models.json

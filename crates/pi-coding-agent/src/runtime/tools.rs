@@ -275,6 +275,57 @@ impl Runtime {
         lock(&self.core.run).loadout_base = None;
     }
 
+    /// The tools the branch's system messages leave active (Pi's `_restoreToolsFromTranscript`),
+    /// plus extension tools that are active by default and the branch never mentioned.
+    /// `with_modifiers`: apply `--tools +name/-name` to the restored set (a new runtime does;
+    /// tree navigation does not).
+    pub(crate) fn restore_tools_from_transcript(&self, with_modifiers: bool) {
+        let systems: Vec<pi_protocol::message::SystemMessage> = {
+            let session = lock(&self.core.session);
+            session
+                .branch_entries(None)
+                .into_iter()
+                .filter_map(|e| match e {
+                    pi_protocol::session_entry::SessionEntry::Message(m) => match &*m.message {
+                        pi_protocol::message::AgentMessage::System(s) => Some(s.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect()
+        };
+        if systems.is_empty() {
+            return;
+        }
+        let mentioned: Vec<String> = systems
+            .iter()
+            .flat_map(|s| {
+                let added = s.tools_added.iter().flatten().map(|t| t.name.clone());
+                let removed = s.tools_removed.iter().flatten().map(|t| t.name.clone());
+                added.chain(removed)
+            })
+            .collect();
+        let mut names: Vec<String> = pi_ai::transcript::current_tools(&systems)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        for name in self.core.tools.extension_defaults() {
+            if !mentioned.contains(&name) && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let modifiers = self.core.args.tools.as_ref().filter(|list| {
+            with_modifiers
+                && list
+                    .iter()
+                    .any(|t| t.starts_with('+') || t.starts_with('-'))
+        });
+        if let Some(list) = modifiers {
+            names = crate::settings::merge::apply_tool_modifiers(&names, list);
+        }
+        self.set_active_tools_by_name(&names);
+    }
+
     /// The tools of a run (Pi's tool loadout): the `selectedTools` of the options an extension
     /// edited, else the session's own. The session's own set is kept while a run's differs, so
     /// the next run starts from it again (as Pi rebuilds each run's loadout from its base

@@ -125,10 +125,10 @@ impl Sandbox {
             write(&self.agent.join("settings.json"), pretty(s).as_bytes())?;
         }
         for (rel, content) in &scenario.files {
-            write(&self.work.join(rel), &with_mcp_server(content)?)?;
+            write(&self.work.join(rel), &self.fixture(content)?)?;
         }
         for (rel, content) in &scenario.agent_files {
-            write(&self.agent.join(rel), &with_mcp_server(content)?)?;
+            write(&self.agent.join(rel), &self.fixture(content)?)?;
         }
         self.before = walk(&self.root)?
             .into_iter()
@@ -255,13 +255,21 @@ pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// Fixture bytes with `${MCP_SERVER}` replaced by the test MCP server's path, so an `mcp.json`
 /// fixture can start it (other `${...}` are left alone: `mcp.json` has its own `${VAR}` syntax).
-fn with_mcp_server(content: &FileContent) -> Result<Vec<u8>, String> {
-    match content {
-        FileContent::Text(t) if t.contains("${MCP_SERVER}") => {
+impl Sandbox {
+    /// A fixture file's bytes; in text files `${CWD}`, `${AGENT}` and `${HOME}` name this run's
+    /// folders (a session file records its cwd) and `${MCP_SERVER}` the test MCP server.
+    fn fixture(&self, content: &FileContent) -> Result<Vec<u8>, String> {
+        let FileContent::Text(t) = content else {
+            return content.bytes();
+        };
+        let mut text = t
+            .replace("${CWD}", &self.work.display().to_string())
+            .replace("${AGENT}", &self.agent.display().to_string())
+            .replace("${HOME}", &self.home.display().to_string());
+        if text.contains("${MCP_SERVER}") {
             let path = crate::mcp_server::binary_path()?;
-            Ok(t.replace("${MCP_SERVER}", &path.display().to_string())
-                .into_bytes())
+            text = text.replace("${MCP_SERVER}", &path.display().to_string());
         }
-        other => other.bytes(),
+        Ok(text.into_bytes())
     }
 }
