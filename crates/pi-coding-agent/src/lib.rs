@@ -18,6 +18,7 @@ pub mod compaction;
 pub mod extensions;
 pub mod messages;
 pub mod output;
+pub mod packages;
 pub mod resources;
 pub mod runtime;
 pub mod settings;

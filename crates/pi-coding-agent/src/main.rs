@@ -2,7 +2,7 @@
 
 mod modes;
 
-use pi_coding_agent::cli::{self, Action, AppMode, DiagnosticKind, render_diagnostics};
+use pi_coding_agent::cli::{self, Action, AppMode, DiagnosticKind, Subcommand, render_diagnostics};
 use pi_coding_agent::{PI_VERSION, runtime};
 use std::io::IsTerminal;
 
@@ -78,13 +78,18 @@ fn run(argv: &[String]) -> i32 {
                 }
             }
         }
-        Action::Command { command, .. } => {
-            eprintln!(
-                "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",
-                command.name()
-            );
-            1
-        }
+        Action::Command { command, args } => match command {
+            Subcommand::Install | Subcommand::Remove | Subcommand::Update | Subcommand::List => {
+                pi_coding_agent::packages::cli::run(*command, args)
+            }
+            _ => {
+                eprintln!(
+                    "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",
+                    command.name()
+                );
+                1
+            }
+        },
     }
 }
 
