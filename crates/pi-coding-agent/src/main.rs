@@ -82,6 +82,7 @@ fn run(argv: &[String]) -> i32 {
             Subcommand::Install | Subcommand::Remove | Subcommand::Update | Subcommand::List => {
                 pi_coding_agent::packages::cli::run(*command, args)
             }
+            Subcommand::Config => pi_coding_agent::packages::config::run(args),
             _ => {
                 eprintln!(
                     "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",

@@ -826,3 +826,80 @@ fn without_timings(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// `pi config` without a terminal applies the keys on stdin (as Pi does) and prints the list;
+/// the settings it writes are the ones Pi 1.6.0 wrote for the same keys.
+#[test]
+fn config_applies_keys_from_stdin() {
+    let env = Env::new();
+    let agent = env.agent();
+    let lp = env.tmp.path().join("lp");
+    for (rel, text) in [
+        ("extensions/a.ts", "export default function () {}\n"),
+        (
+            "skills/ls/SKILL.md",
+            "---\nname: ls\ndescription: d\n---\nx\n",
+        ),
+        ("prompts/lp.md", "---\ndescription: x\n---\nx\n"),
+    ] {
+        let p = lp.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::create_dir_all(agent.join("extensions")).unwrap();
+    std::fs::write(
+        agent.join("extensions/mine.ts"),
+        "export default function () {}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(agent.join("prompts")).unwrap();
+    std::fs::write(agent.join("prompts/p1.md"), "---\ndescription: x\n---\nx\n").unwrap();
+    env.write_settings(json!({"packages": ["../lp"]}));
+
+    let out = run(
+        env.command(&["config"]),
+        " \x1b[B \x1b[B\x1b[B\x1b[B \x1b[B\x1b[B \x1b",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        serde_json::from_str::<Value>(&env.settings()).unwrap(),
+        json!({"packages": [{"source": "../lp", "extensions": ["-extensions/a.ts"],
+            "skills": ["-skills/ls/SKILL.md"]}], "prompts": ["-prompts/p1.md"],
+            "extensions": ["-builtin:llama.cpp"]})
+    );
+    assert!(out.stdout.contains("Global Resources"), "{}", out.stdout);
+    assert!(out.stdout.contains("      [ ] a.ts\n"), "{}", out.stdout);
+    assert!(out.stdout.contains(">     [ ] llama.cpp\n"), "{}", out.stdout);
+
+    // Project mode cycles overrides; tab switches back to the user's settings.
+    std::fs::create_dir_all(env.work().join(".pi")).unwrap();
+    std::fs::write(env.work().join(".pi/settings.json"), "{}").unwrap();
+    let out = env.pi(&["config", "-l"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Project is not trusted. Use --approve to modify local resource config.\n"
+        )
+    );
+    let out = run(
+        env.command(&["config", "-l", "-a"]),
+        " \x1b[B \x1b[B \t \x1b[B\x1b[B ",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let project: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.work().join(".pi/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        project,
+        json!({"packages": [{"source": "../../lp", "autoload": false,
+            "extensions": ["+extensions/a.ts"], "skills": ["+skills/ls/SKILL.md"],
+            "prompts": ["-prompts/lp.md"]}]})
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&env.settings()).unwrap()["packages"],
+        json!([{"source": "../lp", "extensions": ["+extensions/a.ts"],
+            "skills": ["-skills/ls/SKILL.md"], "prompts": ["-prompts/lp.md"]}])
+    );
+}

@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod collect;
+pub mod config;
 pub mod git_url;
 pub mod install;
 pub mod manager;
