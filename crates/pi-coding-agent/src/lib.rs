@@ -22,6 +22,7 @@ pub mod packages;
 pub mod resources;
 pub mod runtime;
 pub mod settings;
+pub mod themes;
 
 /// The Pi release whose CLI and protocol this program reproduces.
 pub const PI_VERSION: &str = "1.6.0";

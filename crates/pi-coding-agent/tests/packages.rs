@@ -869,7 +869,11 @@ fn config_applies_keys_from_stdin() {
     );
     assert!(out.stdout.contains("Global Resources"), "{}", out.stdout);
     assert!(out.stdout.contains("      [ ] a.ts\n"), "{}", out.stdout);
-    assert!(out.stdout.contains(">     [ ] llama.cpp\n"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(">     [ ] llama.cpp\n"),
+        "{}",
+        out.stdout
+    );
 
     // Project mode cycles overrides; tab switches back to the user's settings.
     std::fs::create_dir_all(env.work().join(".pi")).unwrap();

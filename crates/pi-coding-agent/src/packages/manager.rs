@@ -85,9 +85,7 @@ pub struct PackageManager {
 
 /// `PI_OFFLINE` set to `1`, `true` or `yes` (any case).
 pub fn offline_from_env() -> bool {
-    std::env::var("PI_OFFLINE")
-        .map(|v| v == "1" || v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("yes"))
-        .unwrap_or(false)
+    crate::cli::env::is_truthy_env_flag(std::env::var("PI_OFFLINE").ok().as_deref())
 }
 
 impl PackageManager {

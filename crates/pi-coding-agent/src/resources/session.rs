@@ -48,6 +48,8 @@ impl Packages {
     fn resolve(args: &Args, at: Locations<'_>, settings: &SettingsManager) -> Packages {
         let mut pm =
             PackageManager::new(at.cwd, at.agent_dir, at.home, settings, ChildOutput::Stderr);
+        // `--offline` works like `PI_OFFLINE`.
+        pm.offline |= args.offline;
         let settings = pm.resolve_packages();
         let cli_values = resolve_cli_values(&args.extensions, at.process_cwd, at.home);
         let cli = pm.resolve_cli_sources(&cli_values);
