@@ -201,3 +201,24 @@ fn project_themes_need_trust() {
         "{css}"
     );
 }
+
+#[test]
+fn a_theme_an_extension_discovers_colours_the_page() {
+    let node22 = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).starts_with("v22"))
+        .unwrap_or(false);
+    if !node22 {
+        eprintln!("skipped: the extension host needs Node 22 on PATH");
+        return;
+    }
+    let ext = "export default function (pi: any) {\n  pi.on(\"resources_discover\", () => ({ themePaths: [\"./ext-theme.json\"] }));\n}\n";
+    let t = theme("from-ext", json!("#123456"), json!({}));
+    let css = exported_theme_css(
+        json!({"theme": "from-ext"}),
+        &[("ext.ts", ext), ("ext-theme.json", t.as_str())],
+        &["-e", "./ext.ts"],
+    );
+    assert!(css.contains("--ink: #123456;"), "{css}");
+}
