@@ -75,8 +75,6 @@ pub struct Resources {
     pub prompts: Vec<PromptTemplate>,
     /// Theme files in load order (discovered, from packages, `--theme`); read by `themes`.
     pub theme_paths: Vec<PathBuf>,
-    /// Where each theme file came from.
-    pub theme_sources: Vec<(PathBuf, SourceInfo)>,
     pub context_files: Vec<ContextFile>,
     /// The custom system prompt text (`--system-prompt` or `SYSTEM.md`).
     pub system_prompt: Option<String>,
@@ -245,11 +243,6 @@ pub fn load_resources(
         &packaged(&cli.themes, &found.themes, opts.no_themes),
         &cli_themes,
     );
-    res.theme_sources = res
-        .theme_paths
-        .iter()
-        .filter_map(|p| table.source_info(p).map(|i| (p.clone(), i)))
-        .collect();
 
     if !opts.no_context_files {
         let (files, warnings) = load_context_files(&opts.cwd, &opts.agent_dir);
