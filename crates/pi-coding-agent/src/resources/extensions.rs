@@ -50,11 +50,13 @@ pub fn extension_sources(
         .iter()
         .filter(|d| d.enabled)
         .map(|d| {
+            // As in Pi, an `-e` package's extensions carry the `cli` record, which names no
+            // package root, so its manifest is not checked for host-provided dependencies.
             let meta = known(&d.path).unwrap_or(&cli_meta);
             ExtensionSource {
                 path: d.path.clone(),
                 source_info: meta.source_info(&d.path),
-                package_root: d.metadata.package_root.clone(),
+                package_root: meta.package_root.clone(),
             }
         })
         .collect();
