@@ -170,6 +170,100 @@ pub fn ready(ctx: &Ctx) -> Vec<Side<Ready>> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ready with installed packages
+
+/// The three packages: two from npm (one with a version range), one from git, each with an
+/// extension (one command), a skill and a prompt template.
+const PACKAGES: [(&str, &str, &str); 3] = [
+    ("npm:pi-bench-a", "npm/node_modules/pi-bench-a", "a"),
+    ("npm:pi-bench-b@^1", "npm/node_modules/pi-bench-b", "b"),
+    ("git:127.0.0.1/bench/c", "git/127.0.0.1/bench/c", "c"),
+];
+
+/// Writes the packages into the agent dir as `pi install` leaves them, and lists them in
+/// `settings.json`.
+fn install_packages(agent: &Path) -> Res<()> {
+    let write = |rel: String, text: String| -> Res<()> {
+        let p = agent.join(rel);
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(p, text).map_err(|e| e.to_string())
+    };
+    for (_, dir, key) in PACKAGES {
+        write(
+            format!("{dir}/package.json"),
+            json!({"name": format!("pi-bench-{key}"), "version": "1.0.0", "keywords": ["pi-package"]})
+                .to_string(),
+        )?;
+        write(
+            format!("{dir}/extensions/{key}.ts"),
+            format!(
+                "export default function (pi: any) {{\n  pi.registerCommand(\"bench-{key}\", {{ description: \"from package {key}\", handler: async () => {{}} }});\n}}\n"
+            ),
+        )?;
+        write(
+            format!("{dir}/skills/skill-{key}/SKILL.md"),
+            format!(
+                "---\nname: skill-{key}\ndescription: Skill of package {key}\n---\nDo {key}.\n"
+            ),
+        )?;
+        write(
+            format!("{dir}/prompts/prompt-{key}.md"),
+            format!("---\ndescription: Prompt of package {key}\n---\nRun {key} on $@\n"),
+        )?;
+    }
+    let sources: Vec<&str> = PACKAGES.iter().map(|(s, _, _)| *s).collect();
+    write(
+        "settings.json".into(),
+        json!({"packages": sources}).to_string(),
+    )
+}
+
+/// Like `ready`, with three installed packages (offline: nothing is fetched): spawn →
+/// `get_commands` response, which must list each package's command, skill and prompt.
+/// Both sides get Node 22 on PATH (our extensions run in a Node host), and ours keeps its
+/// host's installed files in one cache directory across runs, as a user's machine does.
+pub fn ready_packages(ctx: &Ctx, node_path: &str, cache: &Path) -> Vec<Side<f64>> {
+    let mut ours = ctx.ours.clone();
+    ours.path_env = node_path.to_string();
+    ours.env
+        .push(("XDG_CACHE_HOME".into(), cache.display().to_string()));
+    let targets = [&ours, &ctx.reference];
+    alternate(
+        "packages",
+        &targets,
+        rounds(ctx, 10),
+        Duration::from_secs(120),
+        |t| {
+            let sb = sandbox(ctx.mock.port)?;
+            install_packages(&sb.agent)?;
+            let mut args = vec!["--no-session"];
+            args.extend(MODEL_ARGS);
+            let mut agent = Agent::spawn(t, &sb, &sb.work, &args)?;
+            let r = (|| {
+                agent.send(r#"{"id":"c","type":"get_commands"}"#)?;
+                let line = agent.response("c", Duration::from_secs(60))?;
+                for (_, _, key) in PACKAGES {
+                    for name in [
+                        format!("bench-{key}"),
+                        format!("skill:skill-{key}"),
+                        format!("prompt-{key}"),
+                    ] {
+                        if !line.text.contains(&format!("\"name\":\"{name}\"")) {
+                            return Err(format!("`{name}` missing from get_commands"));
+                        }
+                    }
+                }
+                Ok(ms(line.at - agent.spawned_at))
+            })();
+            agent.stop();
+            r
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
 // stream relay
 
 pub const FLOOD_DELTAS: usize = 20_000;

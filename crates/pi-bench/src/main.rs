@@ -4,7 +4,7 @@
 //! ```text
 //! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
 //!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
-//!          [--data target/pi-bench] [--only ready,stream,tool,session,grep] [--quick] [--out FILE]
+//!          [--data target/pi-bench] [--only ready,packages,stream,tool,session,grep] [--quick] [--out FILE]
 //! ```
 //!
 //! Everything runs on 127.0.0.1; the mock LLM runs inside this process so that chunk writes and
@@ -26,7 +26,7 @@ use stats::{Better, Row, fmt_num, summarize, table};
 
 const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
 [--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
-  LIST: comma-separated of ready,stream,tool,session,grep (default: all)";
+  LIST: comma-separated of ready,packages,stream,tool,session,grep (default: all)";
 
 struct Cli {
     ours: PathBuf,
@@ -300,6 +300,23 @@ fn run(cli: Cli) -> Result<(), String> {
         row.ours = vec![ours_size / mib];
         row.reference = Some(vec![(node_size + package_size) / mib]);
         row.target = Some(("≤ 15 MB".into(), ours_size <= 15e6));
+        rows.push(row);
+    }
+
+    if want("packages") {
+        eprintln!("ready with 3 installed packages");
+        let cache = ctx.data.join("cache-ours");
+        std::fs::create_dir_all(&cache).map_err(|e| e.to_string())?;
+        let sides = figures::ready_packages(&ctx, &ctx.reference.path_env.clone(), &cache);
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            "ready with 3 installed packages (npm ×2, git; an extension, a skill and a prompt each): spawn → `get_commands` response",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
         rows.push(row);
     }
 

@@ -19,9 +19,11 @@ pub mod compaction;
 pub mod extensions;
 pub mod messages;
 pub mod output;
+pub mod packages;
 pub mod resources;
 pub mod runtime;
 pub mod settings;
+pub mod themes;
 
 /// The Pi release whose CLI and protocol this program reproduces.
 pub const PI_VERSION: &str = "1.6.0";

@@ -2,7 +2,7 @@
 
 mod modes;
 
-use pi_coding_agent::cli::{self, Action, AppMode, DiagnosticKind, render_diagnostics};
+use pi_coding_agent::cli::{self, Action, AppMode, DiagnosticKind, Subcommand, render_diagnostics};
 use pi_coding_agent::{PI_VERSION, runtime};
 use std::io::IsTerminal;
 
@@ -86,17 +86,19 @@ fn run(argv: &[String]) -> i32 {
             command: cli::Subcommand::Auth,
             args,
         } => pi_coding_agent::commands::auth::run(args),
-        Action::Command {
-            command: cli::Subcommand::Update,
-            args,
-        } => pi_coding_agent::commands::update::run(args),
-        Action::Command { command, .. } => {
-            eprintln!(
-                "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",
-                command.name()
-            );
-            1
-        }
+        Action::Command { command, args } => match command {
+            Subcommand::Install | Subcommand::Remove | Subcommand::Update | Subcommand::List => {
+                pi_coding_agent::packages::cli::run(*command, args)
+            }
+            Subcommand::Config => pi_coding_agent::packages::config::run(args),
+            _ => {
+                eprintln!(
+                    "Error: `pi {}` is not available in this build of pi in Rust; see pi --help",
+                    command.name()
+                );
+                1
+            }
+        },
     }
 }
 

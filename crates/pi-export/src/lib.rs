@@ -19,6 +19,7 @@ mod output;
 mod page;
 mod parts;
 mod system;
+mod theme;
 mod tool;
 mod tree;
 
@@ -26,9 +27,10 @@ pub use escape::escape_html;
 pub use load::{LoadedSession, parse_session_text};
 pub use output::{
     ExportError, IN_MEMORY_ERROR, NOTHING_TO_EXPORT_ERROR, default_output_path,
-    export_session_file, output_path, write_export,
+    export_session_file, export_session_file_with, output_path, write_export,
 };
 pub use page::CONTENT_SECURITY_POLICY;
+pub use theme::{PageTheme, ThemeColors};
 
 use pi_protocol::session_entry::{SessionEntry, SessionHeader};
 use pi_protocol::tool::Tool;
@@ -40,6 +42,8 @@ use pi_protocol::tool::Tool;
 pub struct ExportOptions {
     pub system_prompt: Option<String>,
     pub tools: Vec<Tool>,
+    /// The palette (the `theme` setting); the page's own by default.
+    pub theme: PageTheme,
 }
 
 /// Renders the session as a complete HTML document: the header, then the branch ending at

@@ -139,6 +139,16 @@ pub fn export_session_file(
     output: Option<&Path>,
     cwd: &Path,
 ) -> Result<PathBuf, ExportError> {
+    export_session_file_with(session_path, output, cwd, &crate::ExportOptions::default())
+}
+
+/// [`export_session_file`] with options (the RPC `export_html` passes the theme).
+pub fn export_session_file_with(
+    session_path: &Path,
+    output: Option<&Path>,
+    cwd: &Path,
+    options: &crate::ExportOptions,
+) -> Result<PathBuf, ExportError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let resolved = resolve_input(session_path, cwd, home.as_deref())?;
     if !resolved.exists() {
@@ -164,7 +174,7 @@ pub fn export_session_file(
         &session.header,
         &session.entries,
         session.leaf.as_deref(),
-        &crate::ExportOptions::default(),
+        options,
     );
     write_export(&html, &resolved, output, cwd)
 }

@@ -42,6 +42,7 @@ pub fn render_page(
     }
     out.push_str("</title>\n<style>\n");
     out.push_str(STYLE);
+    out.push_str(&crate::theme::css(&options.theme));
     out.push_str("</style>\n</head>\n<body>\n<div class=\"page\">\n");
 
     push_header(&mut out, header, entries, name.as_deref(), &layout);

@@ -30,7 +30,16 @@ Commands:
   pi mcp <command>             Manage MCP servers (pi mcp --help)
   pi auth <command>            Log in or out, print credentials, or check provider readiness
   pi auth --help               Show the auth commands
-  pi update --models           Refresh the model catalogs of configured providers
+  pi install <source> [-l]     Install a package (npm:, git:, URL or path) and add it to settings
+  pi remove <source> [-l]      Remove a package and its entry in settings
+  pi uninstall <source> [-l]   Alias for remove
+  pi update [source]           Update installed packages (--extensions: all of them), or the
+                               model catalogs (--models); pi update explains how this program
+                               itself is updated
+  pi list                      List the packages of user and project settings
+  pi config [-l]               Switch package resources and built-in extensions on or off
+                               (Tab switches between user and project settings)
+  pi <command> --help          Show help for install/remove/uninstall/update/list/config
 ";
 
 const OPTIONS: &str = "
@@ -59,17 +68,19 @@ Options:
                                  MCP tools stay unless an entry (or mcp__* pattern) names them
   --exclude-tools, -xt <tools>   Comma-separated tool names to disable (mcp__* patterns too)
   --thinking <level>             Thinking level: off, minimal, low, medium, high, xhigh, max
-  --extension, -e <path>         Load an extension file or builtin:<name> (repeatable; extension
-                                 files run in Node 22 or newer, found on PATH or as PI_NODE)
+  --extension, -e <path>         Load an extension file, a package (folder, npm:, git:) for this run,
+                                 or builtin:<name> (repeatable; extension files run in Node 22 or
+                                 newer, found on PATH or as PI_NODE)
   --no-extensions, -ne           Do not discover or load extensions
   --no-mcp                       No MCP servers for this run: no servers connect, no MCP tools, no /mcp
   --skill <path>                 Load a skill file or directory (repeatable)
   --no-skills, -ns               Skip skill discovery and loading
   --prompt-template <path>       Load a prompt template file or directory (repeatable)
   --no-prompt-templates, -np     Skip prompt template discovery and loading
-  --theme <path>                 Accepted for compatibility (themes are not used)
-  --use-theme <name[/name]>      Accepted for compatibility (themes are not used)
-  --no-themes                    Accepted for compatibility (themes are not used)
+  --theme <path>                 Load a theme file or directory (repeatable); the theme setting
+                                 names the theme export_html pages are coloured with
+  --use-theme <name[/name]>      Accepted for compatibility (it picks the terminal UI's theme)
+  --no-themes                    Skip theme discovery and loading
   --no-context-files, -nc        Do not read AGENTS.md or CLAUDE.md files
   --export <file> [output]       Write a session file as HTML, then exit
   --list-models [search]         Show the available models (optionally fuzzy-filtered)
@@ -219,8 +230,8 @@ mod tests {
             };
             from += at + 1;
         }
-        // Subcommands that do not exist yet are not advertised; those that do are.
-        assert!(!text.contains("pi install"));
+        // The commands that exist are advertised.
+        assert!(text.contains("\n  pi install <source> [-l] "));
         assert!(text.contains("\n  pi mcp <command> "));
         assert!(text.contains("\n  pi auth <command>  "));
         assert!(text.contains("pi --mode rpc [options]"));

@@ -302,10 +302,21 @@ impl crate::runtime::Core {
                 .collect()
         };
         let (skills, prompts) = (entries("skillPaths"), entries("promptPaths"));
+        let themes = entries("themePaths");
+        let env = &self.env;
+        if !themes.is_empty() {
+            // Themes extensions discover come after the session's own (a name keeps its theme).
+            let res = &mut lock(&self.res).resources;
+            for t in themes {
+                let path = crate::settings::paths::resolve_path(&t.path, &env.cwd, &env.home);
+                if !res.theme_paths.contains(&path) {
+                    res.theme_paths.push(path);
+                }
+            }
+        }
         if skills.is_empty() && prompts.is_empty() {
             return;
         }
-        let env = &self.env;
         lock(&self.res).resources.extend_from_extensions(
             &skills,
             &prompts,

@@ -45,6 +45,9 @@ impl Runtime {
         for (path, error) in &res.missing_extensions {
             eprintln!("Error: Failed to load extension \"{path}\": {error}");
         }
+        for (path, warning) in &res.package_warnings {
+            eprintln!("Warning: Extension package \"{path}\": {warning}");
+        }
         let sources = res.extensions.clone();
         *lock(&self.core.res) = res;
 

@@ -30,6 +30,11 @@ const BUILTIN_EXTENSIONS: [(&str, Option<(&str, &str)>); 4] = [
     ),
 ];
 
+/// The names of Pi's built-in extensions, in registration order.
+pub fn builtin_extension_names() -> impl Iterator<Item = &'static str> {
+    BUILTIN_EXTENSIONS.iter().map(|(name, _)| *name)
+}
+
 /// What decides which built-in extensions load.
 #[derive(Debug, Clone, Default)]
 pub struct BuiltinOptions<'a> {

@@ -1,18 +1,17 @@
-//! Which skill and prompt-template files exist for a working directory, before they are read
-//! (the local part of Pi's `DefaultPackageManager.resolve`):
+//! Which resource files exist for a working directory, before they are read (Pi's
+//! `DefaultPackageManager.resolve`):
 //!
-//! 1. entries of the `skills`/`prompts` settings, project layer first (relative to `<cwd>/.pi`),
-//!    then the agent-dir layer (relative to the agent dir): plain paths are collected, `!glob`,
-//!    `+path` and `-path` entries switch them on and off;
-//! 2. the standard folders, each file on unless an override entry of its layer switches it off:
-//!    project (only when trusted) `.pi/skills`, every `.agents/skills` from the cwd up to the
-//!    git root, `.pi/prompts`; then the user's `<agentDir>/skills`, `~/.agents/skills`,
-//!    `<agentDir>/prompts`;
-//! 3. ordered by precedence (project settings, project folders, user settings, user folders)
-//!    and deduplicated by real path.
+//! 1. the resources of `packages` (resolved by `crate::packages`, project entries first);
+//! 2. entries of the `skills`/`prompts`/`extensions`/`themes` settings, project layer first
+//!    (relative to `<cwd>/.pi`), then the agent-dir layer (relative to the agent dir): plain
+//!    paths are collected, `!glob`, `+path` and `-path` entries switch them on and off;
+//! 3. the standard folders, each file on unless an override entry of its layer switches it off:
+//!    project (only when trusted) `.pi/<kind>`, every `.agents/skills` from the cwd up to the
+//!    git root; then the user's `<agentDir>/<kind>` and `~/.agents/skills`;
+//! 4. ordered by precedence (project settings, project folders, user settings, user folders,
+//!    packages) and deduplicated by real path.
 //!
 //! Every path keeps the metadata that gives it its `sourceInfo`, switched off or not.
-//! Packages (`packages` setting, npm/git sources) are not resolved yet.
 
 use super::patterns::{IgnoreRules, Overrides, apply_patterns};
 use super::skills::{entry_kind, sorted_entries};
@@ -30,6 +29,49 @@ pub struct Discovered {
     pub metadata: Metadata,
 }
 
+/// Discovered paths of every kind, each path once per kind (the first entry wins, as in Pi's
+/// accumulator), in the order they were found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResourceSet {
+    pub extensions: Vec<Discovered>,
+    pub skills: Vec<Discovered>,
+    pub prompts: Vec<Discovered>,
+    pub themes: Vec<Discovered>,
+}
+
+impl ResourceSet {
+    pub fn kind(&self, kind: Kind) -> &Vec<Discovered> {
+        match kind {
+            Kind::Extensions => &self.extensions,
+            Kind::Skills => &self.skills,
+            Kind::Prompts => &self.prompts,
+            Kind::Themes => &self.themes,
+        }
+    }
+
+    fn kind_mut(&mut self, kind: Kind) -> &mut Vec<Discovered> {
+        match kind {
+            Kind::Extensions => &mut self.extensions,
+            Kind::Skills => &mut self.skills,
+            Kind::Prompts => &mut self.prompts,
+            Kind::Themes => &mut self.themes,
+        }
+    }
+
+    /// Adds `path` unless this kind already has it.
+    pub fn add(&mut self, kind: Kind, path: PathBuf, metadata: &Metadata, enabled: bool) {
+        let list = self.kind_mut(kind);
+        if path.as_os_str().is_empty() || list.iter().any(|d| d.path == path) {
+            return;
+        }
+        list.push(Discovered {
+            path,
+            enabled,
+            metadata: metadata.clone(),
+        });
+    }
+}
+
 /// What discovery looks at.
 pub struct DiscoveryInput<'a> {
     pub cwd: &'a Path,
@@ -39,21 +81,29 @@ pub struct DiscoveryInput<'a> {
     /// The project layer (empty when the project is not trusted).
     pub project: &'a Map<String, Value>,
     pub project_trusted: bool,
+    /// The resources of the `packages` settings, already resolved (and installed).
+    pub packages: &'a ResourceSet,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
+    Extensions,
     Skills,
     Prompts,
-    Extensions,
+    Themes,
 }
 
 impl Kind {
-    fn key(self) -> &'static str {
+    /// Pi's order of resource types.
+    pub const ALL: [Kind; 4] = [Kind::Extensions, Kind::Skills, Kind::Prompts, Kind::Themes];
+
+    /// The settings key (and conventional folder name) of the kind.
+    pub fn key(self) -> &'static str {
         match self {
             Kind::Skills => "skills",
             Kind::Prompts => "prompts",
             Kind::Extensions => "extensions",
+            Kind::Themes => "themes",
         }
     }
 }
@@ -68,7 +118,7 @@ fn list(layer: &Map<String, Value>, key: &str) -> Vec<String> {
     }
 }
 
-fn is_pattern(s: &str) -> bool {
+pub fn is_pattern(s: &str) -> bool {
     s.starts_with(['!', '+', '-']) || s.contains('*') || s.contains('?')
 }
 
@@ -83,7 +133,9 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
     let global_base = input.agent_dir.to_path_buf();
     let project_entries = list(input.project, kind.key());
     let global_entries = list(input.global, kind.key());
-    let mut acc: Vec<Discovered> = Vec::new();
+    // Packages were resolved first in Pi's accumulator, so a path they share with a settings
+    // entry keeps the package's metadata.
+    let mut acc: Vec<Discovered> = input.packages.kind(kind).clone();
     let add = |acc: &mut Vec<Discovered>, path: PathBuf, metadata: &Metadata, enabled: bool| {
         acc.push(Discovered {
             path,
@@ -132,9 +184,10 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
     let user_agents_skills = input.home.join(".agents").join("skills");
     if input.project_trusted {
         let meta = Metadata::new("auto", SourceScope::Project, Some(&project_base));
+        let dir = project_base.join(kind.key());
         match kind {
             Kind::Skills => {
-                let skills = collect_skill_entries(&project_base.join("skills"), SkillMode::Pi);
+                let skills = collect_skill_entries(&dir, SkillMode::Pi);
                 add_auto(&mut acc, skills, &meta, &project_overrides, &project_base);
                 for dir in ancestor_agents_skill_dirs(input.cwd) {
                     if dir == user_agents_skills {
@@ -147,19 +200,24 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
                 }
             }
             Kind::Prompts => {
-                let prompts = collect_prompt_entries(&project_base.join("prompts"));
+                let prompts = collect_top_level(&dir, ".md");
                 add_auto(&mut acc, prompts, &meta, &project_overrides, &project_base);
             }
+            Kind::Themes => {
+                let themes = collect_top_level(&dir, ".json");
+                add_auto(&mut acc, themes, &meta, &project_overrides, &project_base);
+            }
             Kind::Extensions => {
-                let found = collect_auto_extension_entries(&project_base.join("extensions"));
+                let found = collect_auto_extension_entries(&dir);
                 add_auto(&mut acc, found, &meta, &project_overrides, &project_base);
             }
         }
     }
     let meta = Metadata::new("auto", SourceScope::User, Some(&global_base));
+    let dir = global_base.join(kind.key());
     match kind {
         Kind::Skills => {
-            let skills = collect_skill_entries(&global_base.join("skills"), SkillMode::Pi);
+            let skills = collect_skill_entries(&dir, SkillMode::Pi);
             add_auto(&mut acc, skills, &meta, &user_overrides, &global_base);
             let agents_base = input.home.join(".agents");
             let meta = Metadata::new("auto", SourceScope::User, Some(&agents_base));
@@ -167,11 +225,15 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
             add_auto(&mut acc, skills, &meta, &user_overrides, &agents_base);
         }
         Kind::Prompts => {
-            let prompts = collect_prompt_entries(&global_base.join("prompts"));
+            let prompts = collect_top_level(&dir, ".md");
             add_auto(&mut acc, prompts, &meta, &user_overrides, &global_base);
         }
+        Kind::Themes => {
+            let themes = collect_top_level(&dir, ".json");
+            add_auto(&mut acc, themes, &meta, &user_overrides, &global_base);
+        }
         Kind::Extensions => {
-            let found = collect_auto_extension_entries(&global_base.join("extensions"));
+            let found = collect_auto_extension_entries(&dir);
             add_auto(&mut acc, found, &meta, &user_overrides, &global_base);
         }
     }
@@ -179,44 +241,65 @@ pub fn discover(input: &DiscoveryInput<'_>, kind: Kind) -> Vec<Discovered> {
     // A path listed twice keeps its first entry (metadata and switch).
     let mut listed = std::collections::HashSet::new();
     acc.retain(|d| listed.insert(d.path.clone()));
-    // Precedence: project settings, project folders, user settings, user folders (stable).
-    let rank = |m: &Metadata| {
-        let scope = if m.scope == SourceScope::Project {
-            0
-        } else {
-            2
-        };
-        scope + usize::from(m.source != "local")
-    };
-    acc.sort_by_key(|d| rank(&d.metadata));
+    order_and_dedupe(acc)
+}
+
+/// Every kind at once.
+pub fn discover_all(input: &DiscoveryInput<'_>) -> ResourceSet {
+    ResourceSet {
+        extensions: discover(input, Kind::Extensions),
+        skills: discover(input, Kind::Skills),
+        prompts: discover(input, Kind::Prompts),
+        themes: discover(input, Kind::Themes),
+    }
+}
+
+/// Pi's `toResolvedPaths`: a stable sort by precedence rank, then each real path once.
+pub fn order_and_dedupe(mut found: Vec<Discovered>) -> Vec<Discovered> {
+    found.sort_by_key(|d| d.metadata.rank());
     let mut seen = std::collections::HashSet::new();
-    acc.retain(|d| seen.insert(canonicalize_or_self(&d.path)));
-    acc
+    found.retain(|d| seen.insert(canonicalize_or_self(&d.path)));
+    found
 }
 
 /// Files of settings entries: a file as is, a folder searched like its kind's standard folder
-/// (recursively for prompts).
-fn collect_from_paths(paths: impl Iterator<Item = PathBuf>, kind: Kind) -> Vec<PathBuf> {
+/// (recursively for prompts and themes).
+pub fn collect_from_paths(paths: impl IntoIterator<Item = PathBuf>, kind: Kind) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for p in paths {
         let (is_dir, is_file) = entry_kind(&p);
         if is_file {
             files.push(p);
         } else if is_dir {
-            match kind {
-                Kind::Skills => files.extend(collect_skill_entries(&p, SkillMode::Pi)),
-                Kind::Prompts => {
-                    let mut rules = IgnoreRules::new(&p);
-                    collect_markdown(&p, &mut rules, &mut files);
-                }
-                Kind::Extensions => files.extend(collect_auto_extension_entries(&p)),
-            }
+            files.extend(collect_resource_files(&p, kind));
         }
     }
     files
 }
 
-fn collect_markdown(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>) {
+/// The resources of one kind in a folder (Pi's `collectResourceFiles`): skill folders,
+/// extension entries, or every `.md`/`.json` file below it.
+pub fn collect_resource_files(dir: &Path, kind: Kind) -> Vec<PathBuf> {
+    match kind {
+        Kind::Skills => collect_skill_entries(dir, SkillMode::Pi),
+        Kind::Extensions => collect_auto_extension_entries(dir),
+        Kind::Prompts => collect_files(dir, ".md"),
+        Kind::Themes => collect_files(dir, ".json"),
+    }
+}
+
+/// Every file ending in `suffix` below `dir` (Pi's `collectFiles`): dot entries and
+/// `node_modules` skipped, ignore files honoured, symlinks followed.
+pub fn collect_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if dir.exists() {
+        let mut rules = IgnoreRules::new(dir);
+        walk_files(dir, suffix, &mut rules, &mut out);
+    }
+    out
+}
+
+fn walk_files(dir: &Path, suffix: &str, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>) {
     rules.add_dir(dir);
     for (name, path) in sorted_entries(dir) {
         if name.starts_with('.') || name == "node_modules" {
@@ -227,8 +310,8 @@ fn collect_markdown(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>)
             continue;
         }
         if is_dir {
-            collect_markdown(&path, rules, out);
-        } else if is_file && name.ends_with(".md") {
+            walk_files(&path, suffix, rules, out);
+        } else if is_file && name.ends_with(suffix) {
             out.push(path);
         }
     }
@@ -237,12 +320,12 @@ fn collect_markdown(dir: &Path, rules: &mut IgnoreRules, out: &mut Vec<PathBuf>)
 /// `pi`: top-level `.md` files count (Pi's skills folders); `agents`: only `.md` files in
 /// subfolders (the Agent Skills `.agents/skills` layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SkillMode {
+pub enum SkillMode {
     Pi,
     Agents,
 }
 
-fn collect_skill_entries(root: &Path, mode: SkillMode) -> Vec<PathBuf> {
+pub fn collect_skill_entries(root: &Path, mode: SkillMode) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if root.exists() {
         let mut rules = IgnoreRules::new(root);
@@ -288,8 +371,8 @@ fn skill_entries(
     }
 }
 
-/// Top-level `.md` files of a prompts folder (not recursive).
-fn collect_prompt_entries(dir: &Path) -> Vec<PathBuf> {
+/// Top-level files ending in `suffix` of a standard prompts or themes folder (not recursive).
+fn collect_top_level(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if !dir.exists() {
         return out;
@@ -303,7 +386,7 @@ fn collect_prompt_entries(dir: &Path) -> Vec<PathBuf> {
         if rules.ignores(&path, false) {
             continue;
         }
-        if entry_kind(&path).1 && name.ends_with(".md") {
+        if entry_kind(&path).1 && name.ends_with(suffix) {
             out.push(path);
         }
     }
@@ -422,8 +505,10 @@ mod tests {
             global,
             project: &empty,
             project_trusted: false,
+            packages: &ResourceSet::default(),
         };
-        let found: Vec<(String, bool, &str)> = discover(&input, Kind::Prompts)
+        let discovered = discover(&input, Kind::Prompts);
+        let found: Vec<(String, bool, &str)> = discovered
             .iter()
             .map(|d| {
                 let rel = d
@@ -432,7 +517,7 @@ mod tests {
                     .unwrap()
                     .display()
                     .to_string();
-                (rel, d.enabled, d.metadata.source)
+                (rel, d.enabled, d.metadata.source.as_str())
             })
             .collect();
         assert_eq!(

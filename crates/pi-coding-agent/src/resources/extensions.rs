@@ -1,13 +1,13 @@
-//! Which extension files load, in Pi's order: `-e` sources as given, then (unless `-ne`) the
-//! `extensions` settings entries and the standard folders — project settings, project
-//! `.pi/extensions/` (only when trusted), user settings, `<agentDir>/extensions/` — each path
-//! once (first occurrence wins, compared by real path). Built-in extensions (`builtin:<name>`)
-//! and package sources (`npm:`, `git:`) are not files and are handled elsewhere.
+//! Which extension files load, in Pi's order: `-e` sources as given (files, folders treated as
+//! packages, `npm:`/`git:` packages installed into a temporary cache), then (unless `-ne`) the
+//! `extensions` settings entries, the standard folders and the `packages` of settings — project
+//! settings, project `.pi/extensions/` (only when trusted), user settings,
+//! `<agentDir>/extensions/`, packages — each path once (first occurrence wins, compared by real
+//! path). Built-in extensions (`builtin:<name>`) are handled elsewhere.
 
-use super::discovery::{
-    DiscoveryInput, Kind, collect_auto_extension_entries, declared_extension_entries, discover,
-};
+use super::discovery::{Discovered, ResourceSet};
 use super::source::Metadata;
+use crate::packages::source::is_local_path;
 use crate::settings::paths::{canonicalize_or_self, resolve_path};
 use pi_protocol::results::{SourceInfo, SourceScope};
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 pub struct ExtensionSource {
     pub path: PathBuf,
     pub source_info: SourceInfo,
+    /// The package the extension belongs to (checked for host-provided dependencies).
+    pub package_root: Option<PathBuf>,
 }
 
 /// What decides the list.
@@ -24,14 +26,13 @@ pub struct ExtensionOptions<'a> {
     /// `-e` values, in order, relative to `cli_base` (the process's cwd).
     pub cli: &'a [String],
     pub cli_base: &'a Path,
+    /// The resources of the `-e` sources (see `crate::packages`).
+    pub cli_packages: &'a ResourceSet,
     /// `-ne`: only `-e` sources load.
     pub no_extensions: bool,
-    pub discovery: DiscoveryInput<'a>,
-}
-
-/// `-e` values that are not local paths.
-fn is_non_file_source(value: &str) -> bool {
-    value.starts_with("builtin:") || value.starts_with("npm:") || value.starts_with("git:")
+    /// The extensions discovery found (settings entries, folders, packages), in order.
+    pub found: &'a [Discovered],
+    pub home: &'a Path,
 }
 
 /// The sources in load order, and the load errors of `-e` paths that do not exist
@@ -39,72 +40,72 @@ fn is_non_file_source(value: &str) -> bool {
 pub fn extension_sources(
     opts: &ExtensionOptions<'_>,
 ) -> (Vec<ExtensionSource>, Vec<(String, String)>) {
-    let home = opts.discovery.home;
-    let mut sources = Vec::new();
-    let mut errors = Vec::new();
+    let found = opts.found;
+    // Pi keys source information by path; the settings' resolution was recorded first.
     let cli_meta = Metadata::new("cli", SourceScope::Temporary, None);
-    for value in opts.cli.iter().filter(|v| !is_non_file_source(v)) {
-        let path = resolve_path(value, opts.cli_base, home);
-        if !path.exists() {
-            let shown = path.display().to_string();
-            errors.push((
-                shown.clone(),
-                format!("Extension path does not exist: {shown}"),
-            ));
-            continue;
-        }
-        for entry in cli_entries(&path) {
-            let source_info = cli_meta.source_info(&entry);
-            sources.push(ExtensionSource {
-                path: entry,
-                source_info,
-            });
-        }
-    }
-    if !opts.no_extensions {
-        for found in discover(&opts.discovery, Kind::Extensions) {
-            if found.enabled {
-                let source_info = found.metadata.source_info(&found.path);
-                sources.push(ExtensionSource {
-                    path: found.path,
-                    source_info,
-                });
+    let known = |path: &Path| found.iter().find(|d| d.path == path).map(|d| &d.metadata);
+    let mut sources: Vec<ExtensionSource> = opts
+        .cli_packages
+        .extensions
+        .iter()
+        .filter(|d| d.enabled)
+        .map(|d| {
+            // As in Pi, an `-e` package's extensions carry the `cli` record, which names no
+            // package root, so its manifest is not checked for host-provided dependencies.
+            let meta = known(&d.path).unwrap_or(&cli_meta);
+            ExtensionSource {
+                path: d.path.clone(),
+                source_info: meta.source_info(&d.path),
+                package_root: meta.package_root.clone(),
             }
-        }
+        })
+        .collect();
+    if !opts.no_extensions {
+        sources.extend(found.iter().filter(|d| d.enabled).map(settings_source));
     }
     let mut seen = std::collections::HashSet::new();
     sources.retain(|s| seen.insert(canonicalize_or_self(&s.path)));
-    (sources, errors)
+    (
+        sources,
+        missing_cli_paths(opts.cli, opts.cli_base, opts.home),
+    )
 }
 
-/// What `-e <path>` loads: a file as is; a folder's declared entries (`package.json`
-/// `pi.extensions`), else its `extensions/` folder, else the folder itself (the loader then
-/// resolves its `index.ts`/`index.js`).
-fn cli_entries(path: &Path) -> Vec<PathBuf> {
-    if !path.is_dir() {
-        return vec![path.to_path_buf()];
+fn settings_source(d: &Discovered) -> ExtensionSource {
+    ExtensionSource {
+        path: d.path.clone(),
+        source_info: d.metadata.source_info(&d.path),
+        package_root: d.metadata.package_root.clone(),
     }
-    if let Some(entries) = declared_extension_entries(path)
-        && !entries.iter().all(|e| is_index_of(e, path))
-    {
-        return entries;
-    }
-    let sub = path.join("extensions");
-    if sub.is_dir() {
-        let entries = collect_auto_extension_entries(&sub);
-        if !entries.is_empty() {
-            return entries;
-        }
-    }
-    vec![path.to_path_buf()]
 }
 
-fn is_index_of(entry: &Path, dir: &Path) -> bool {
-    entry.parent() == Some(dir)
-        && matches!(
-            entry.file_name().and_then(|n| n.to_str()),
-            Some("index.ts" | "index.js")
-        )
+/// `-e` values as the package manager takes them: local paths made absolute.
+pub fn resolve_cli_values(cli: &[String], base: &Path, home: &Path) -> Vec<String> {
+    cli.iter()
+        .map(|v| {
+            if is_local_path(v) {
+                resolve_path(v, base, home).to_string_lossy().into_owned()
+            } else {
+                v.clone()
+            }
+        })
+        .collect()
+}
+
+/// `Extension path does not exist: <path>` for each local `-e` path that is missing.
+fn missing_cli_paths(cli: &[String], base: &Path, home: &Path) -> Vec<(String, String)> {
+    cli.iter()
+        .filter(|v| is_local_path(v))
+        .map(|v| resolve_path(pi_js::trim(v), base, home))
+        .filter(|p| !p.exists())
+        .map(|p| {
+            let shown = p.display().to_string();
+            (
+                shown.clone(),
+                format!("Extension path does not exist: {shown}"),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -153,18 +154,43 @@ mod tests {
             "./one.ts".to_string(),
             "missing.ts".to_string(),
         ];
+        let mut pm = crate::packages::PackageManager::with_layers(
+            &cwd,
+            &agent,
+            t.path(),
+            (&global, &project, true),
+            crate::packages::ChildOutput::Stderr,
+        );
+        let cli_packages = pm
+            .resolve_cli_sources(&resolve_cli_values(&cli, &cwd, t.path()))
+            .resources;
+        let none = ResourceSet::default();
+        let found = |trusted: bool| {
+            crate::resources::discovery::discover(
+                &crate::resources::discovery::DiscoveryInput {
+                    cwd: &cwd,
+                    agent_dir: &agent,
+                    home: t.path(),
+                    global: &global,
+                    project: &project,
+                    project_trusted: trusted,
+                    packages: &none,
+                },
+                crate::resources::discovery::Kind::Extensions,
+            )
+        };
+        let (trusted_found, untrusted_found) = (found(true), found(false));
         let opts = |trusted: bool, no_extensions: bool| ExtensionOptions {
             cli: &cli,
             cli_base: &cwd,
+            cli_packages: &cli_packages,
             no_extensions,
-            discovery: DiscoveryInput {
-                cwd: &cwd,
-                agent_dir: &agent,
-                home: t.path(),
-                global: &global,
-                project: &project,
-                project_trusted: trusted,
+            found: if trusted {
+                &trusted_found
+            } else {
+                &untrusted_found
             },
+            home: t.path(),
         };
         let (sources, errors) = extension_sources(&opts(true, false));
         assert_eq!(
@@ -208,7 +234,17 @@ mod tests {
             r#"{"name":"p","pi":{"extensions":["./src/a.ts","./missing.ts"]}}"#,
         );
         t.write("pkg/src/a.ts", "");
-        let entries = cli_entries(&t.path().join("pkg"));
-        assert_eq!(entries, [t.path().join("pkg/src/a.ts")]);
+        let empty = Map::new();
+        let mut pm = crate::packages::PackageManager::with_layers(
+            t.path(),
+            t.path(),
+            t.path(),
+            (&empty, &empty, true),
+            crate::packages::ChildOutput::Stderr,
+        );
+        let pkg = t.path().join("pkg").display().to_string();
+        let found = pm.resolve_cli_sources(&[pkg]).resources;
+        let paths: Vec<&Path> = found.extensions.iter().map(|d| d.path.as_path()).collect();
+        assert_eq!(paths, [t.path().join("pkg/src/a.ts")]);
     }
 }

@@ -1,15 +1,16 @@
 //! Loading every resource of a session at once (Pi's `DefaultResourceLoader.reload`, without
-//! extensions and themes): discovered and CLI skills and prompt templates with their source
-//! info, context files, and the custom and appended system prompt texts.
+//! extensions): discovered, packaged and CLI skills, prompt templates and theme files with
+//! their source info, context files, and the custom and appended system prompt texts.
 
 use super::context_files::{ContextFile, load_context_files};
-use super::discovery::{Discovered, DiscoveryInput, Kind, discover};
+use super::discovery::{Discovered, ResourceSet};
 use super::prompt_templates::{PromptTemplate, load_prompt_templates};
 use super::skills::{Skill, load_skills};
+use super::source::Metadata;
 use super::source::{Diagnostic, DiagnosticKind};
 use crate::cli::Args;
 use crate::settings::SettingsManager;
-use crate::settings::paths::{CONFIG_DIR_NAME, canonicalize_or_self, resolve_path};
+use crate::settings::paths::{CONFIG_DIR_NAME, canonicalize_or_self, is_path_within, resolve_path};
 use pi_protocol::results::SourceInfo;
 use std::path::{Path, PathBuf};
 
@@ -27,8 +28,11 @@ pub struct ResourceOptions {
     pub skills: Vec<String>,
     /// `--prompt-template` values.
     pub prompt_templates: Vec<String>,
+    /// `--theme` values.
+    pub themes: Vec<String>,
     pub no_skills: bool,
     pub no_prompt_templates: bool,
+    pub no_themes: bool,
     pub no_context_files: bool,
     /// `--system-prompt` (text, or a file to read).
     pub system_prompt: Option<String>,
@@ -53,8 +57,10 @@ impl ResourceOptions {
             process_cwd: process_cwd.to_path_buf(),
             skills: args.skills.clone(),
             prompt_templates: args.prompt_templates.clone(),
+            themes: args.themes.clone(),
             no_skills: args.no_skills,
             no_prompt_templates: args.no_prompt_templates,
+            no_themes: args.no_themes,
             no_context_files: args.no_context_files,
             system_prompt: args.system_prompt.clone(),
             append_system_prompt: args.append_system_prompt.clone(),
@@ -67,6 +73,8 @@ impl ResourceOptions {
 pub struct Resources {
     pub skills: Vec<Skill>,
     pub prompts: Vec<PromptTemplate>,
+    /// Theme files in load order (discovered, from packages, `--theme`); read by `themes`.
+    pub theme_paths: Vec<PathBuf>,
     pub context_files: Vec<ContextFile>,
     /// The custom system prompt text (`--system-prompt` or `SYSTEM.md`).
     pub system_prompt: Option<String>,
@@ -102,31 +110,59 @@ fn merge_paths(primary: &[PathBuf], extra: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The source info discovery recorded for `path` (the exact file, else a discovered folder
-/// containing it).
-fn discovered_source_info(path: &Path, found: &[Discovered]) -> Option<SourceInfo> {
-    found
-        .iter()
-        .find(|d| d.path == path)
-        .or_else(|| found.iter().find(|d| path.starts_with(&d.path)))
-        .map(|d| d.metadata.source_info(path))
+/// Pi's `metadataByPath`: how each path was found, the first record of a path winning. The
+/// settings' resolution comes first (all kinds), then the `-e` sources, whose extensions and
+/// skills count as `cli` while their prompts and themes keep their package.
+struct SourceTable(Vec<(PathBuf, Metadata)>);
+
+impl SourceTable {
+    fn new(found: &ResourceSet, cli: &ResourceSet) -> SourceTable {
+        let mut rows: Vec<(PathBuf, Metadata)> = Vec::new();
+        let mut add = |path: &Path, meta: &Metadata| {
+            if !rows.iter().any(|(p, _)| p == path) {
+                rows.push((path.to_path_buf(), meta.clone()));
+            }
+        };
+        for list in [
+            &found.extensions,
+            &found.skills,
+            &found.prompts,
+            &found.themes,
+        ] {
+            for d in list {
+                add(&d.path, &d.metadata);
+            }
+        }
+        let cli_meta = Metadata::new("cli", pi_protocol::results::SourceScope::Temporary, None);
+        for d in cli.extensions.iter().chain(&cli.skills) {
+            add(&d.path, &cli_meta);
+        }
+        for d in cli.prompts.iter().chain(&cli.themes) {
+            add(&d.path, &d.metadata);
+        }
+        SourceTable(rows)
+    }
+
+    /// The source info of `path`: its own record, else the first record of a folder holding it.
+    fn source_info(&self, path: &Path) -> Option<SourceInfo> {
+        self.0
+            .iter()
+            .find(|(p, _)| p == path)
+            .or_else(|| self.0.iter().find(|(p, _)| is_path_within(p, path)))
+            .map(|(_, m)| m.source_info(path))
+    }
 }
 
 /// Loads the resources of a session. `settings` must have been loaded with the session's trust
-/// decision (its project layer is empty when the project is not trusted).
-pub fn load_resources(opts: &ResourceOptions, settings: &SettingsManager) -> Resources {
-    let input = DiscoveryInput {
-        cwd: &opts.cwd,
-        agent_dir: &opts.agent_dir,
-        home: &opts.home,
-        global: settings.global_layer(),
-        project: settings.project_layer(),
-        project_trusted: settings.is_project_trusted(),
-    };
-    let found_skills = discover(&input, Kind::Skills);
-    let found_prompts = discover(&input, Kind::Prompts);
-    // One lookup table for both kinds, skills first (a file can only have one source).
-    let all_found: Vec<Discovered> = found_skills.iter().chain(&found_prompts).cloned().collect();
+/// decision (its project layer is empty when the project is not trusted); `found` is what
+/// discovery (packages included) produced for it, `cli` the resources of the `-e` sources.
+pub fn load_resources(
+    opts: &ResourceOptions,
+    settings: &SettingsManager,
+    found: &ResourceSet,
+    cli: &ResourceSet,
+) -> Resources {
+    let table = SourceTable::new(found, cli);
     let cli_path = |p: &String| -> PathBuf {
         if is_local_path(p) {
             resolve_path(p, &opts.process_cwd, &opts.home)
@@ -145,14 +181,20 @@ pub fn load_resources(opts: &ResourceOptions, settings: &SettingsManager) -> Res
     };
     let mut res = Resources::default();
 
-    let skill_paths = if opts.no_skills {
-        merge_paths(&[], &cli_skills)
-    } else {
-        merge_paths(&enabled(&found_skills), &cli_skills)
+    let packaged = |cli: &[Discovered], found: &[Discovered], off: bool| -> Vec<PathBuf> {
+        let mut paths = enabled(cli);
+        if !off {
+            paths.extend(enabled(found));
+        }
+        paths
     };
+    let skill_paths = merge_paths(
+        &packaged(&cli.skills, &found.skills, opts.no_skills),
+        &cli_skills,
+    );
     let (mut skills, mut diags) = load_skills(&skill_paths, &opts.cwd, &opts.agent_dir, &opts.home);
     for s in &mut skills {
-        if let Some(info) = discovered_source_info(&s.file_path, &all_found) {
+        if let Some(info) = table.source_info(&s.file_path) {
             s.source_info = info;
         }
     }
@@ -165,11 +207,10 @@ pub fn load_resources(opts: &ResourceOptions, settings: &SettingsManager) -> Res
     res.skills = skills;
     res.diagnostics.append(&mut diags);
 
-    let prompt_paths = if opts.no_prompt_templates {
-        merge_paths(&[], &cli_prompts)
-    } else {
-        merge_paths(&enabled(&found_prompts), &cli_prompts)
-    };
+    let prompt_paths = merge_paths(
+        &packaged(&cli.prompts, &found.prompts, opts.no_prompt_templates),
+        &cli_prompts,
+    );
     let (templates, mut diags) =
         load_prompt_templates(&prompt_paths, &opts.cwd, &opts.agent_dir, &opts.home);
     for mut t in templates {
@@ -182,7 +223,7 @@ pub fn load_resources(opts: &ResourceOptions, settings: &SettingsManager) -> Res
             });
             continue;
         }
-        if let Some(info) = discovered_source_info(&t.file_path, &all_found) {
+        if let Some(info) = table.source_info(&t.file_path) {
             t.source_info = info;
         }
         res.prompts.push(t);
@@ -194,6 +235,14 @@ pub fn load_resources(opts: &ResourceOptions, settings: &SettingsManager) -> Res
         &mut diags,
     );
     res.diagnostics.append(&mut diags);
+
+    // `--theme` paths resolve like the other CLI resource paths; all of them are looked up,
+    // URLs included (Pi reports those missing too).
+    let cli_themes: Vec<PathBuf> = opts.themes.iter().map(cli_path).collect();
+    res.theme_paths = merge_paths(
+        &packaged(&cli.themes, &found.themes, opts.no_themes),
+        &cli_themes,
+    );
 
     if !opts.no_context_files {
         let (files, warnings) = load_context_files(&opts.cwd, &opts.agent_dir);

@@ -187,7 +187,8 @@ fn candidates(path: &str, base_dir: &Path) -> (Vec<String>, Vec<String>) {
     (glob, exact)
 }
 
-fn matches_any(path: &str, patterns: &[String], base_dir: &Path, home: &Path) -> bool {
+/// Whether a glob pattern matches the path (relative to `base_dir`, its name or absolute).
+pub fn matches_any(path: &str, patterns: &[String], base_dir: &Path, home: &Path) -> bool {
     if patterns.is_empty() {
         return false;
     }
@@ -198,7 +199,8 @@ fn matches_any(path: &str, patterns: &[String], base_dir: &Path, home: &Path) ->
     })
 }
 
-fn matches_any_exact(path: &str, patterns: &[String], base_dir: &Path, home: &Path) -> bool {
+/// Whether a pattern names the path exactly (relative to `base_dir` or absolute).
+pub fn matches_any_exact(path: &str, patterns: &[String], base_dir: &Path, home: &Path) -> bool {
     if patterns.is_empty() {
         return false;
     }

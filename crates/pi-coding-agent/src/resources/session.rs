@@ -3,12 +3,13 @@
 //! built-in extensions, and the startup warnings to print.
 
 use super::commands::{BuiltinOptions, builtin_commands, builtin_extensions, slash_commands};
-use super::discovery::DiscoveryInput;
-use super::extensions::{ExtensionOptions, ExtensionSource, extension_sources};
+use super::discovery::{DiscoveryInput, discover_all};
+use super::extensions::{ExtensionOptions, ExtensionSource, extension_sources, resolve_cli_values};
 use super::loader::{ResourceOptions, Resources, load_resources};
 use super::system_prompt::{PromptInputs, Sections, ToolPrompt, build_sections};
 use super::trust::resolve_project_trust;
 use crate::cli::{Args, Diagnostic};
+use crate::packages::{ChildOutput, PackageManager};
 use crate::settings::SettingsManager;
 use pi_protocol::results::RpcSlashCommand;
 use serde_json::Value;
@@ -27,6 +28,111 @@ pub struct SessionResources {
     pub extensions: Vec<ExtensionSource>,
     /// `-e` paths that do not exist: `(path, error)`, reported with the load failures.
     pub missing_extensions: Vec<(String, String)>,
+    /// `(path, warning)` about packages, printed after the load failures as
+    /// `Warning: Extension package "<path>": <warning>`: packages that failed to install, and
+    /// packages declaring host-provided modules as dependencies.
+    pub package_warnings: Vec<(String, String)>,
+}
+
+/// The extensions of the pre-trust pass and its package warnings.
+pub type PreTrust = (Vec<ExtensionSource>, Vec<(String, String)>);
+
+/// What the package manager found: the packages of settings and the `-e` sources.
+struct Packages {
+    settings: crate::packages::Resolution,
+    cli: crate::packages::Resolution,
+}
+
+impl Packages {
+    /// Resolves (installing what is missing, unless offline) with these settings.
+    fn resolve(args: &Args, at: Locations<'_>, settings: &SettingsManager) -> Packages {
+        let mut pm =
+            PackageManager::new(at.cwd, at.agent_dir, at.home, settings, ChildOutput::Stderr);
+        // `--offline` works like `PI_OFFLINE`.
+        pm.offline |= args.offline;
+        let settings = pm.resolve_packages();
+        let cli_values = resolve_cli_values(&args.extensions, at.process_cwd, at.home);
+        let cli = pm.resolve_cli_sources(&cli_values);
+        Packages { settings, cli }
+    }
+
+    /// Install failures as `(source, warning)`.
+    fn failure_warnings(&self) -> Vec<(String, String)> {
+        self.settings
+            .install_failures
+            .iter()
+            .chain(&self.cli.install_failures)
+            .map(|f| (f.source.clone(), f.description()))
+            .collect()
+    }
+}
+
+/// Modules the extension host provides; a package must not bring its own copy.
+const HOST_PROVIDED: [&str; 10] = [
+    "@earendil-works/pi-agent-core",
+    "@earendil-works/pi-ai",
+    "@earendil-works/pi-coding-agent",
+    "@earendil-works/pi-tui",
+    "@mariozechner/pi-agent-core",
+    "@mariozechner/pi-ai",
+    "@mariozechner/pi-coding-agent",
+    "@mariozechner/pi-tui",
+    "@sinclair/typebox",
+    "typebox",
+];
+
+/// Pi's warning for each package (of the extensions to load) that lists host-provided modules
+/// under `dependencies`.
+fn host_dependency_warnings(extensions: &[ExtensionSource]) -> Vec<(String, String)> {
+    let mut roots: Vec<&Path> = Vec::new();
+    for e in extensions {
+        if let Some(r) = &e.package_root
+            && !roots.contains(&r.as_path())
+        {
+            roots.push(r);
+        }
+    }
+    let mut out = Vec::new();
+    for root in roots {
+        let manifest = root.join("package.json");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let text = text.strip_prefix('\u{FEFF}').unwrap_or(&text);
+        let Some(deps) = pi_js::parse::parse_js_json(text)
+            .ok()
+            .and_then(|v| v.get("dependencies").and_then(Value::as_object).cloned())
+        else {
+            continue;
+        };
+        let mut host: Vec<&str> = HOST_PROVIDED
+            .iter()
+            .copied()
+            .filter(|n| deps.contains_key(*n))
+            .collect();
+        if host.is_empty() {
+            continue;
+        }
+        host.sort_unstable();
+        out.push((
+            manifest.display().to_string(),
+            format!(
+                "Host-provided extension packages must be declared in peerDependencies with a \"*\" range, not dependencies: {}. Installed copies can bypass the extension loader and create duplicate runtime modules.",
+                host.join(", ")
+            ),
+        ));
+    }
+    out
+}
+
+/// Pi's `mergeExtensionWarnings`: one warning per path, the later text in the earlier place.
+pub fn merge_warnings(into: &mut Vec<(String, String)>, more: Vec<(String, String)>) {
+    for (path, warning) in more {
+        match into.iter_mut().find(|(p, _)| *p == path) {
+            Some(slot) => slot.1 = warning,
+            None => into.push((path, warning)),
+        }
+    }
 }
 
 /// Where the session's files are.
@@ -71,9 +177,19 @@ impl SessionResources {
             default_trust,
         );
         let mut settings = SettingsManager::load(at.cwd, at.agent_dir, trust.trusted);
+        let packages = Packages::resolve(args, at, &settings);
+        let found = discover_all(&DiscoveryInput {
+            cwd: at.cwd,
+            agent_dir: at.agent_dir,
+            home: at.home,
+            global: settings.global_layer(),
+            project: settings.project_layer(),
+            project_trusted: settings.is_project_trusted(),
+            packages: &packages.settings.resources,
+        });
         let options =
             ResourceOptions::from_args(args, at.cwd, at.agent_dir, at.home, at.process_cwd);
-        let resources = load_resources(&options, &settings);
+        let resources = load_resources(&options, &settings, &found, &packages.cli.resources);
 
         // Pi prints resource read failures while loading, then the deduplicated startup list.
         let mut stderr: Vec<Diagnostic> = resources.warnings.clone();
@@ -103,16 +219,13 @@ impl SessionResources {
         let (extensions, missing_extensions) = extension_sources(&ExtensionOptions {
             cli: &args.extensions,
             cli_base: at.process_cwd,
+            cli_packages: &packages.cli.resources,
             no_extensions: args.no_extensions,
-            discovery: DiscoveryInput {
-                cwd: at.cwd,
-                agent_dir: at.agent_dir,
-                home: at.home,
-                global: settings.global_layer(),
-                project: settings.project_layer(),
-                project_trusted: settings.is_project_trusted(),
-            },
+            found: &found.extensions,
+            home: at.home,
         });
+        let mut package_warnings = packages.failure_warnings();
+        merge_warnings(&mut package_warnings, host_dependency_warnings(&extensions));
         let session = SessionResources {
             cwd: at.cwd.to_path_buf(),
             settings,
@@ -121,34 +234,46 @@ impl SessionResources {
             builtin_extensions: builtins,
             extensions,
             missing_extensions,
+            package_warnings,
         };
         (session, stderr)
     }
 
     /// The extensions of Pi's pre-trust pass, when the project's trust is still to be decided
-    /// (no `--approve`/`--no-approve`, and the cwd has resources that need trust): `-e` paths
-    /// and user-level extensions, which may answer `project_trust`. `None` otherwise.
-    pub fn pre_trust_extensions(args: &Args, at: Locations<'_>) -> Option<Vec<ExtensionSource>> {
+    /// (no `--approve`/`--no-approve`, and the cwd has resources that need trust): `-e` sources
+    /// and user-level extensions and packages, which may answer `project_trust`; and the
+    /// package warnings of that pass. `None` otherwise.
+    pub fn pre_trust_extensions(args: &Args, at: Locations<'_>) -> Option<PreTrust> {
         if args.project_trust_override.is_some()
             || !super::trust::has_trust_requiring_resources(at.cwd, at.home)
         {
             return None;
         }
         let settings = SettingsManager::load(at.cwd, at.agent_dir, false);
-        let (extensions, _) = extension_sources(&ExtensionOptions {
-            cli: &args.extensions,
-            cli_base: at.process_cwd,
-            no_extensions: args.no_extensions,
-            discovery: DiscoveryInput {
+        let packages = Packages::resolve(args, at, &settings);
+        let found = super::discovery::discover(
+            &DiscoveryInput {
                 cwd: at.cwd,
                 agent_dir: at.agent_dir,
                 home: at.home,
                 global: settings.global_layer(),
                 project: settings.project_layer(),
                 project_trusted: false,
+                packages: &packages.settings.resources,
             },
+            super::discovery::Kind::Extensions,
+        );
+        let (extensions, _) = extension_sources(&ExtensionOptions {
+            cli: &args.extensions,
+            cli_base: at.process_cwd,
+            cli_packages: &packages.cli.resources,
+            no_extensions: args.no_extensions,
+            found: &found,
+            home: at.home,
         });
-        Some(extensions)
+        let mut warnings = packages.failure_warnings();
+        merge_warnings(&mut warnings, host_dependency_warnings(&extensions));
+        Some((extensions, warnings))
     }
 
     /// The `get_commands` list: `extension_commands` (loaded extension files), the built-in

@@ -12,35 +12,70 @@ use std::path::{Path, PathBuf};
 /// How a discovered path was found (Pi's `PathMetadata`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metadata {
-    /// `auto` (standard folders), `local` (settings entries), `builtin`, `cli`.
-    pub source: &'static str,
+    /// `auto` (standard folders), `local` (settings entries), `builtin`, `cli`, or for package
+    /// resources the package's source as written (`npm:foo`, `../pkg`).
+    pub source: String,
     pub scope: SourceScope,
     pub origin: SourceOrigin,
     pub base_dir: Option<PathBuf>,
+    /// The root of the package a resource belongs to (for its manifest checks).
+    pub package_root: Option<PathBuf>,
+    /// The package's changelog file, when it has one.
+    pub changelog_path: Option<PathBuf>,
 }
 
 impl Metadata {
-    pub fn new(source: &'static str, scope: SourceScope, base_dir: Option<&Path>) -> Metadata {
+    pub fn new(source: &str, scope: SourceScope, base_dir: Option<&Path>) -> Metadata {
         Metadata {
-            source,
+            source: source.to_string(),
             scope,
             origin: SourceOrigin::TopLevel,
             base_dir: base_dir.map(Path::to_path_buf),
+            package_root: None,
+            changelog_path: None,
         }
+    }
+
+    /// Metadata of a package's resources.
+    pub fn package(source: &str, scope: SourceScope) -> Metadata {
+        Metadata {
+            origin: SourceOrigin::Package,
+            ..Metadata::new(source, scope, None)
+        }
+    }
+
+    /// Pi's precedence rank: project settings entries, project folders, user settings entries,
+    /// user folders, packages, built-ins (lower wins a name collision).
+    pub fn rank(&self) -> usize {
+        if self.source == "builtin" {
+            return 5;
+        }
+        if self.origin == SourceOrigin::Package {
+            return 4;
+        }
+        let scope = if self.scope == SourceScope::Project {
+            0
+        } else {
+            2
+        };
+        scope + usize::from(self.source != "local")
     }
 
     /// The source info of `path` found this way.
     pub fn source_info(&self, path: &Path) -> SourceInfo {
         SourceInfo {
             path: path.to_string_lossy().into_owned(),
-            source: self.source.to_string(),
+            source: self.source.clone(),
             scope: self.scope,
             origin: self.origin,
             base_dir: self
                 .base_dir
                 .as_ref()
                 .map(|d| d.to_string_lossy().into_owned()),
-            changelog_path: None,
+            changelog_path: self
+                .changelog_path
+                .as_ref()
+                .map(|d| d.to_string_lossy().into_owned()),
         }
     }
 }

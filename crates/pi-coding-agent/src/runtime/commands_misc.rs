@@ -131,7 +131,19 @@ impl Runtime {
             return Err(pi_export::NOTHING_TO_EXPORT_ERROR.to_string());
         }
         let output = output.filter(|o| !o.is_empty()).map(Path::new);
-        pi_export::export_session_file(&file, output, &self.core.env.cwd)
+        // The page takes the palette of the `theme` setting (built-in or any loaded theme).
+        let theme = {
+            let res = lock(&self.core.res);
+            crate::themes::page_theme(
+                res.settings.settings().theme.as_deref(),
+                &res.resources.theme_paths,
+            )
+        };
+        let options = pi_export::ExportOptions {
+            theme,
+            ..Default::default()
+        };
+        pi_export::export_session_file_with(&file, output, &self.core.env.cwd, &options)
             .map(|p| p.to_string_lossy().into_owned())
             .map_err(|e| e.to_string())
     }

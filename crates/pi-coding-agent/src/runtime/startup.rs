@@ -358,7 +358,9 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     // (`project_trust`) before the project's own files are read.
     let mut trust_args = None;
     let mut pass = crate::extensions::ProjectTrustPass::default();
-    if let Some(sources) = SessionResources::pre_trust_extensions(args, at) {
+    let mut pre_trust_warnings = Vec::new();
+    if let Some((sources, warnings)) = SessionResources::pre_trust_extensions(args, at) {
+        pre_trust_warnings = warnings;
         pass =
             crate::extensions::project_trust_pass(&sources, args, &env.cwd, &env.agent_dir).await;
         for w in &pass.warnings {
@@ -376,11 +378,14 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
             trust_args = Some(decided);
         }
     }
-    let (res, diagnostics) = SessionResources::load(
+    let (mut res, diagnostics) = SessionResources::load(
         trust_args.as_ref().unwrap_or(args),
         at,
         &mut startup_settings,
     );
+    // Warnings of the pre-trust pass stay, in front (one per package).
+    let final_warnings = std::mem::replace(&mut res.package_warnings, pre_trust_warnings);
+    crate::resources::session::merge_warnings(&mut res.package_warnings, final_warnings);
     let mut extensions = crate::extensions::load_extensions(
         &res.extensions,
         &res.missing_extensions,
@@ -400,6 +405,9 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     warn_all(&extensions.flag_errors);
     warn_all(&diagnostics);
     warn_all(&extensions.load_errors);
+    for (path, warning) in &res.package_warnings {
+        eprintln!("Warning: Extension package \"{path}\": {warning}");
+    }
     let failed = provider_errors
         .iter()
         .chain(&extensions.flag_errors)

@@ -21,9 +21,12 @@ pub struct SettingsManager {
     project: Map<String, Value>,
     /// Pi never writes over a settings file it could not read (the user's text would be lost).
     global_unreadable: bool,
+    project_unreadable: bool,
     project_trusted: bool,
     settings: Settings,
     diagnostics: Vec<Diagnostic>,
+    /// Files that could not be read: `(project?, message)`.
+    load_errors: Vec<(bool, String)>,
 }
 
 impl SettingsManager {
@@ -36,18 +39,20 @@ impl SettingsManager {
         let global_path = agent_dir.join("settings.json");
         let project_path = cwd.join(CONFIG_DIR_NAME).join("settings.json");
         let mut diagnostics = Vec::new();
-        let mut read = |path: &Path| match read_layer(path) {
+        let mut load_errors = Vec::new();
+        let mut read = |path: &Path, project: bool| match read_layer(path) {
             Ok(layer) => (layer, false),
             Err(message) => {
                 diagnostics.push(Diagnostic::warning(format!(
                     "Invalid settings file {}: {message}",
                     path.display()
                 )));
+                load_errors.push((project, message));
                 (Map::new(), true)
             }
         };
-        let (global, global_unreadable) = read(&global_path);
-        let (project, _) = read(&project_path);
+        let (global, global_unreadable) = read(&global_path, false);
+        let (project, project_unreadable) = read(&project_path, true);
         let project = if project_trusted { project } else { Map::new() };
         let settings = Settings::from_layers(&global, &merge_layers(&global, &project));
         diagnostics.extend(settings.warnings.iter().cloned().map(Diagnostic::warning));
@@ -57,10 +62,17 @@ impl SettingsManager {
             global,
             project,
             global_unreadable,
+            project_unreadable,
             project_trusted,
             settings,
             diagnostics,
+            load_errors,
         }
+    }
+
+    /// The files that could not be read, as `(project?, message)` (Pi's `drainErrors`).
+    pub fn load_errors(&self) -> &[(bool, String)] {
+        &self.load_errors
     }
 
     /// The merged, typed settings.
@@ -132,6 +144,36 @@ impl SettingsManager {
             member: "enabled".into(),
             value: Value::Bool(enabled),
         })
+    }
+
+    /// `packages` of the agent-dir file, or of the project's (which needs trust), as
+    /// `pi install`/`pi remove` and `pi config` write them.
+    pub fn set_packages(&mut self, project: bool, packages: Vec<Value>) -> Result<(), String> {
+        self.set_list(project, "packages", packages)
+    }
+
+    /// One resource list (`extensions`, `skills`, `prompts`, `themes`, `packages`) of either
+    /// file; the rest of the file is kept.
+    pub fn set_list(&mut self, project: bool, key: &str, values: Vec<Value>) -> Result<(), String> {
+        let update = KeyUpdate::Top {
+            key: key.into(),
+            value: Value::Array(values),
+        };
+        if !project {
+            return self.update(update);
+        }
+        if !self.project_trusted {
+            return Err("Project is not trusted; refusing to write project settings".into());
+        }
+        if let KeyUpdate::Top { key, value } = &update {
+            self.project.insert(key.clone(), value.clone());
+        }
+        self.settings =
+            Settings::from_layers(&self.global, &merge_layers(&self.global, &self.project));
+        if self.project_unreadable {
+            return Ok(());
+        }
+        persist(&self.project_path, &[update])
     }
 
     /// Changes the agent-dir layer in memory, re-merges, and writes the one key to the file

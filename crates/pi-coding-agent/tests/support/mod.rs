@@ -35,7 +35,9 @@ impl Pi {
         let agent = home.path.join("agent");
         std::fs::create_dir_all(&agent).unwrap();
         for (name, text) in files {
-            std::fs::write(home.path.join(name), text).unwrap();
+            let path = home.path.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
         }
         let stderr = std::fs::File::create(home.path.join("stderr.txt")).unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));

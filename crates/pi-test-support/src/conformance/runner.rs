@@ -279,7 +279,7 @@ pub async fn run(
     }
     let vars = sandbox.vars(port);
     let args: Vec<String> = scenario.args.iter().map(|a| substitute(a, &vars)).collect();
-    let env = vec![
+    let mut env = vec![
         ("HOME".to_string(), sandbox.home.display().to_string()),
         (
             "PI_CODING_AGENT_DIR".to_string(),
@@ -288,6 +288,10 @@ pub async fn run(
         ("PI_OFFLINE".to_string(), "1".to_string()),
         ("TMPDIR".to_string(), sandbox.tmp.display().to_string()),
     ];
+    for (k, v) in &scenario.env {
+        env.retain(|(name, _)| name != k);
+        env.push((k.clone(), substitute(v, &vars)));
+    }
     let agent = match Agent::spawn(
         target,
         scenario.mode.as_deref(),
@@ -359,7 +363,22 @@ pub async fn run(
         }
     }
     if scenario.stderr {
-        lines.extend(transcript::stderr_lines(&mut run.norm, &result.stderr));
+        let kept: String = if scenario.stderr_prefixes.is_empty() {
+            result.stderr.clone()
+        } else {
+            result
+                .stderr
+                .lines()
+                .filter(|l| {
+                    scenario
+                        .stderr_prefixes
+                        .iter()
+                        .any(|p| l.starts_with(p.as_str()))
+                })
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        lines.extend(transcript::stderr_lines(&mut run.norm, &kept));
     }
     if let Some(exit) = exit {
         lines.push(format!("exit {exit}"));

@@ -203,9 +203,11 @@ impl Sandbox {
     }
 
     /// Lock files are transient, and `~/.cache` holds what a program keeps for itself (our
-    /// extension host's installed files), not anything the protocol says.
+    /// extension host's installed files), `~/.npm` npm's cache and debug logs (named by the
+    /// time), not anything the protocol says.
     fn ignored(&self, p: &Path) -> bool {
         p.starts_with(self.home.join(".cache"))
+            || p.starts_with(self.home.join(".npm"))
             || p.components()
                 .any(|c| c.as_os_str().to_string_lossy().ends_with(".lock"))
     }

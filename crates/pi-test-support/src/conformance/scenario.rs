@@ -54,6 +54,14 @@ pub struct Scenario {
     /// logging otherwise.
     #[serde(default)]
     pub stderr: bool,
+    /// With `stderr`, record only the lines starting with one of these prefixes (for example
+    /// `Warning: `), when the rest is tool output that varies from run to run (npm, git).
+    #[serde(default)]
+    pub stderr_prefixes: Vec<String>,
+    /// Environment variables set after the runner's own (`PI_OFFLINE` can be overridden with
+    /// an empty value to let startup install packages); `${...}` variables are substituted.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 fn default_args() -> Vec<String> {
