@@ -105,6 +105,10 @@ impl Runtime {
             PromptOrigin::Rpc => ("rpc", true),
             PromptOrigin::Extension { expand } => ("extension", expand),
         };
+        // Pi queues an extension's message a tick after the call when no `input` handler runs
+        // (before the command that sent it is answered), but only after the command's answer
+        // when `input` handlers are awaited first.
+        let input_handled = self.core.ext.handles("input");
         let (text, images) = match self
             .core
             .ext_input(request.text, request.images, source, behavior)
@@ -125,11 +129,10 @@ impl Runtime {
                         .into(),
                 ),
                 Some(behavior) => {
-                    if origin == PromptOrigin::Rpc {
+                    if origin == PromptOrigin::Rpc || !input_handled {
                         self.queue(behavior, text, images).await;
                     } else {
-                        // An extension's queued message is announced once the command that
-                        // sent it has been answered (Pi's order).
+                        // Announced once the command that sent it has been answered.
                         self.enqueue(behavior, text, images);
                         let core = std::sync::Arc::clone(&self.core);
                         tokio::spawn(async move {
