@@ -72,6 +72,20 @@ pub trait ProviderHooks: Send + Sync {
     fn headers<'a>(&'a self, headers: HeaderPairs) -> HookFuture<'a, HeaderPairs>;
     /// A successful response's status and headers, before its body is read.
     fn response<'a>(&'a self, status: u16, headers: HeaderPairs) -> HookFuture<'a, ()>;
+    /// Whether [`ProviderHooks::stream_event`] wants the raw events (Pi's
+    /// `onProviderStreamEvent`); without it a provider need not parse what it can skip.
+    fn wants_stream_events(&self) -> bool {
+        false
+    }
+    /// One raw event of the response stream as the provider's SDK parsed it (a chunk, an
+    /// Anthropic event), awaited before the event is processed.
+    fn stream_event<'a>(
+        &'a self,
+        _model: &'a pi_protocol::model::Model,
+        _event: &'a serde_json::Value,
+    ) -> HookFuture<'a, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// Header names and values, in order.

@@ -87,6 +87,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     };
     let mut st = State::default();
     let mut buf: Vec<u8> = Vec::new();
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     loop {
         match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => buf.extend_from_slice(&bytes),
@@ -122,6 +123,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
                     return out.fail(cancel.is_cancelled(), text).await;
                 }
             };
+            // Every chunk, before it is processed (`onProviderStreamEvent`).
+            if let Some(h) = &hooks {
+                h.stream_event(&model, &chunk).await;
+            }
             if let Err(e) = st.chunk(&model, &chunk, &mut out).await {
                 return out.fail(cancel.is_cancelled(), e).await;
             }

@@ -89,6 +89,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let mut st = State::default();
     let mut sse = SseDecoder::new();
     let mut done = false;
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     loop {
         let (events, end) = match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => (sse.push(&bytes), false),
@@ -99,6 +100,12 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         };
         for ev in events {
+            // Every chunk the SDK would yield, before it is processed (`onProviderStreamEvent`).
+            if let Some(h) = &hooks
+                && let SseData::Event(chunk) = openai_sse_data(&ev)
+            {
+                h.stream_event(&model, &chunk).await;
+            }
             if let Some(chunk) = fast::parse(ev.event.as_deref(), &ev.data) {
                 st.fast_chunk(&model, &chunk, &mut out).await;
                 if out.gone() {

@@ -107,6 +107,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     };
     let mut st = State::default();
     let mut sse = SseDecoder::new();
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     'read: loop {
         let (events, end) = match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => (sse.push(&bytes), false),
@@ -126,6 +127,10 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
                 }
                 SseData::Event(d) => d,
             };
+            // Every event, before it is processed (`onProviderStreamEvent`).
+            if let Some(h) = &hooks {
+                h.stream_event(&model, &data).await;
+            }
             if let Err(t) = st.event(&model, &data, &mut out).await {
                 st.flush_partial(&mut out);
                 return out.fail(cancel.is_cancelled(), with_hint(t)).await;
