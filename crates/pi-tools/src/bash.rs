@@ -63,6 +63,9 @@ impl AgentTool for BashTool {
 /// The environment of a tool command: the shell environment plus the session variables.
 fn tool_env(config: &ToolsConfig) -> Vec<(OsString, OsString)> {
     let mut env = shell_env(config.base_env.as_deref(), &config.bin_dir());
+    if config.base_env_is_final {
+        return env;
+    }
     for key in SESSION_ENV_VARS {
         remove(&mut env, key);
     }

@@ -63,6 +63,9 @@ pub struct ToolsConfig {
     pub auto_resize_images: bool,
     /// The environment commands start from; `None` means this process's environment.
     pub base_env: Option<Vec<(OsString, OsString)>>,
+    /// `base_env` already carries the session variables the command should see (an
+    /// extension's bash `spawnHook` built it): they are neither removed nor set again.
+    pub base_env_is_final: bool,
     pub session: SessionHandle,
 }
 
@@ -75,6 +78,7 @@ impl ToolsConfig {
             shell_command_prefix: None,
             auto_resize_images: true,
             base_env: None,
+            base_env_is_final: false,
             session: SessionHandle::default(),
         }
     }

@@ -1,4 +1,5 @@
 // Serves pi's requests and notifications (PROTOCOL.md "Requests pi → host").
+import { handleBuiltinUpdate } from "../modules/builtin-tools.mjs";
 import { createCommandContext, createToolContext } from "./context.mjs";
 import { emitEvent } from "./dispatch.mjs";
 import { handleStreamEvent } from "./llm.mjs";
@@ -93,6 +94,7 @@ const NOTIFICATIONS = {
 	tool_abort: ({ toolCallId }) => toolControllers.get(toolCallId)?.abort(),
 	stream_abort: ({ streamId }) => abortProviderStream(streamId),
 	stream_event: (msg) => handleStreamEvent(msg),
+	builtin_update: (msg) => handleBuiltinUpdate(msg),
 	run: ({ active }) => {
 		if (active) {
 			host.run = new AbortController();

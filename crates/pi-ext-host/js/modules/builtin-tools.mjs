@@ -176,9 +176,21 @@ function prepareEditArguments(input) {
 	return { ...rest, edits };
 }
 
+/** Pi's getShellEnv(): this process's environment with `<agentDir>/bin` first on PATH. */
+function shellEnv() {
+	const env = { ...process.env };
+	const binDir = path.join(host.config.agentDir ?? "", "bin");
+	const pathKey = Object.keys(env).find((key) => key.toLowerCase() === "path") ?? "PATH";
+	const current = env[pathKey] ?? "";
+	if (host.config.agentDir && !current.split(path.delimiter).filter(Boolean).includes(binDir)) {
+		env[pathKey] = [binDir, current].filter(Boolean).join(path.delimiter);
+	}
+	return env;
+}
+
 /** The bash spawn context an extension's spawnHook may rewrite (command, cwd, env). */
 function spawnContext(command, cwd, options, ctx) {
-	const env = { ...process.env };
+	const env = shellEnv();
 	for (const key of ["PI_EXT_HOST", "PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL"]) {
 		delete env[key];
 	}
@@ -195,8 +207,17 @@ function spawnContext(command, cwd, options, ctx) {
 	return options.spawnHook({ command, cwd, env });
 }
 
+// The onUpdate callbacks of built-in tool runs in progress, by the id pi reports progress under.
+const builtinUpdates = new Map();
+let nextUpdateId = 1;
+
+/** pi's `builtin_update` notification: progress of a built-in tool run, for its onUpdate. */
+export function handleBuiltinUpdate({ updateId, partialResult }) {
+	builtinUpdates.get(updateId)?.(partialResult);
+}
+
 function createExecute(name, cwd, options) {
-	return async (toolCallId, params, signal, _onUpdate, ctx) => {
+	return async (toolCallId, params, signal, onUpdate, ctx) => {
 		if (options?.operations) {
 			throw new Error(`${name}: custom operations are not supported by the pi extension host`);
 		}
@@ -214,7 +235,15 @@ function createExecute(name, cwd, options) {
 			}
 			args = { ...params, command };
 		}
-		return callAsync("run_builtin_tool", { name, cwd: runCwd, params: args, toolCallId, env });
+		const request = { name, cwd: runCwd, params: args, toolCallId, env };
+		if (typeof onUpdate !== "function") return callAsync("run_builtin_tool", request);
+		const updateId = nextUpdateId++;
+		builtinUpdates.set(updateId, onUpdate);
+		try {
+			return await callAsync("run_builtin_tool", { ...request, updateId });
+		} finally {
+			builtinUpdates.delete(updateId);
+		}
 	};
 }
 

@@ -137,12 +137,30 @@ describe("commands and tools", () => {
 		assert.equal(read.promptSnippet, "Read file contents");
 		assert.deepEqual(read.constrainedSampling, { type: "json_schema", strict: "prefer" });
 		const value = await pi.ask("tool", { tool: "read", toolCallId: "r1", params: { path: "x" }, ctx: {} });
-		assert.deepEqual(value.details.params, { name: "read", cwd: dir, params: { path: "x" }, toolCallId: "r1" });
+		// The tool's own onUpdate was passed on: pi reports progress under updateId.
+		const { updateId, ...request } = value.details.params;
+		assert.equal(typeof updateId, "number");
+		assert.deepEqual(request, { name: "read", cwd: dir, params: { path: "x" }, toolCallId: "r1" });
 		await pi.ask("tool", { tool: "mybash", toolCallId: "b1", params: { command: "ls" }, ctx: {} });
 		const call = pi.callsOf("run_builtin_tool").at(-1);
 		assert.equal(call.name, "bash");
 		assert.equal(call.cwd, "/somewhere");
 		assert.equal(call.params.command, "set -e\nls # hooked");
 		assert.deepEqual(call.env, { ONLY: "1" });
+	});
+
+	it("builtin_update notifications reach the onUpdate the extension passed, before the result", async () => {
+		pi.calls.async.run_builtin_tool = (params) => {
+			pi.notify("builtin_update", { updateId: params.updateId, partialResult: { content: [{ type: "text", text: "half" }] } });
+			return { content: [{ type: "text", text: "done" }], details: {} };
+		};
+		try {
+			const value = await pi.ask("tool", { tool: "mybash", toolCallId: "b2", params: { command: "ls" }, ctx: {} });
+			assert.deepEqual(value.content, [{ type: "text", text: "done" }]);
+			const updates = pi.effects("tool_update").filter((u) => u.toolCallId === "b2");
+			assert.deepEqual(updates, [{ toolCallId: "b2", partialResult: { content: [{ type: "text", text: "half" }] } }]);
+		} finally {
+			delete pi.calls.async.run_builtin_tool;
+		}
 	});
 });
