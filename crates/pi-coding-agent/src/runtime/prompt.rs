@@ -481,14 +481,23 @@ impl Core {
         &self,
         agent: &pi_agent::Agent,
     ) -> Option<pi_protocol::message::SystemMessage> {
-        let (transcript_sections, tool_names) = agent.with_state(|s| {
-            let systems = s.messages.iter().filter_map(|m| match &**m {
-                AgentMessage::System(sys) => Some(sys),
-                _ => None,
-            });
-            let names: Vec<String> = s.tools.iter().map(|t| t.name().to_string()).collect();
-            (replay_sections(systems), names)
-        });
+        let messages = agent.with_state(|s| s.messages.clone());
+        self.system_patch_over(agent, &messages)
+    }
+
+    /// The system message patching the prompt `messages` declare into the one this session
+    /// renders now (its options and active tools), if they differ.
+    pub fn system_patch_over(
+        &self,
+        agent: &pi_agent::Agent,
+        messages: &[std::sync::Arc<AgentMessage>],
+    ) -> Option<pi_protocol::message::SystemMessage> {
+        let transcript_sections = replay_sections(messages.iter().filter_map(|m| match &**m {
+            AgentMessage::System(sys) => Some(sys),
+            _ => None,
+        }));
+        let tool_names: Vec<String> =
+            agent.with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect());
         let sections = match self.prompt_sections(agent, &tool_names) {
             Ok(s) => s,
             Err(e) => {
