@@ -116,7 +116,19 @@ impl pi_ai::ProviderHooks for ExtProviderHooks {
             let Some(core) = self.core.upgrade() else {
                 return;
             };
-            let map: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, json!(v))).collect();
+            // Pi hands over a fetch `Headers` object as a record: names lowercased and sorted,
+            // repeated headers joined by ", ".
+            let mut sorted: std::collections::BTreeMap<String, String> = Default::default();
+            for (name, value) in headers {
+                sorted
+                    .entry(name.to_ascii_lowercase())
+                    .and_modify(|v| {
+                        v.push_str(", ");
+                        v.push_str(&value);
+                    })
+                    .or_insert(value);
+            }
+            let map: Map<String, Value> = sorted.into_iter().map(|(k, v)| (k, json!(v))).collect();
             core.ext_emit(
                 "after_provider_response",
                 json!({ "status": status, "headers": map }),
