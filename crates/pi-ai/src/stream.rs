@@ -60,6 +60,11 @@ pub struct StreamOptions {
     pub user_agent: Option<String>,
     /// Who may look at and change the request (extensions' provider events).
     pub hooks: Option<std::sync::Arc<dyn ProviderHooks>>,
+    /// Pi's `stream` with provider options rather than `streamSimple` (an extension's
+    /// `modelRegistry.complete`): only what was asked for is sent — no default output budget,
+    /// `reasoning` is the provider's effort as given. So far only openai-completions tells the
+    /// two apart.
+    pub raw: bool,
 }
 
 /// What may see and change a request on its way (Pi's `onPayload`, `transformHeaders`,
