@@ -67,6 +67,9 @@ pub struct ToolsConfig {
     /// extension's bash `spawnHook` built it): they are neither removed nor set again.
     pub base_env_is_final: bool,
     pub session: SessionHandle,
+    /// The I/O of read, write, edit and bash goes here instead of this machine (an extension's
+    /// custom `operations`).
+    pub operations: Option<std::sync::Arc<dyn crate::operations::ToolOperations>>,
 }
 
 impl ToolsConfig {
@@ -79,6 +82,7 @@ impl ToolsConfig {
             auto_resize_images: true,
             base_env: None,
             base_env_is_final: false,
+            operations: None,
             session: SessionHandle::default(),
         }
     }

@@ -218,11 +218,14 @@ impl Delegate for HostDelegate {
 
     fn notification<'a>(&'a self, kind: &'a str, message: Value) -> BoxFuture<'a> {
         Box::pin(async move {
-            if kind != "stream_event" {
-                return;
-            }
-            if let Some(core) = self.core.upgrade() {
-                core.ext.stream_event(&message).await;
+            match kind {
+                "stream_event" => {
+                    if let Some(core) = self.core.upgrade() {
+                        core.ext.stream_event(&message).await;
+                    }
+                }
+                "op_data" => super::operations::exec_output(&message),
+                _ => {}
             }
         })
     }

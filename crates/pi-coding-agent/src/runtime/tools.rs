@@ -192,6 +192,15 @@ impl Runtime {
             config.base_env = Some(vars);
             config.base_env_is_final = true;
         }
+        // An extension's custom operations: the host runs each one for the tool.
+        if let (Some(id), Some(host)) = (
+            params.get("operationsId").cloned().filter(|v| !v.is_null()),
+            self.core.ext.host().cloned(),
+        ) {
+            config.operations = Some(Arc::new(
+                crate::extensions::operations::HostOperations::new(host, id),
+            ));
+        }
         let updates: pi_agent::ToolUpdateSink = match (
             params.get("updateId").cloned().filter(|v| !v.is_null()),
             self.core.ext.host().cloned(),

@@ -216,11 +216,72 @@ export function handleBuiltinUpdate({ updateId, partialResult }) {
 	builtinUpdates.get(updateId)?.(partialResult);
 }
 
+// Custom `operations` of built-in tool runs in progress: pi's tool asks the host to run each one
+// (`builtin_op`), by the id it got with `run_builtin_tool`.
+const runOperations = new Map();
+let nextOperationsId = 1;
+// AbortControllers of commands running through operations, for pi's `op_abort`.
+const execControllers = new Map();
+
+/** What an operation threw, as pi reports it to the tool: message, code (if any), String(error). */
+function thrown(error) {
+	const message = error instanceof Error ? error.message : String(error);
+	const code = error && typeof error === "object" && "code" in error && error.code != null ? String(error.code) : undefined;
+	return { error: { message, code, text: String(error) } };
+}
+
+/** pi's `builtin_op` request: one operation of a tool running with custom operations. */
+export async function runBuiltinOperation(msg) {
+	const ops = runOperations.get(msg.operationsId);
+	if (!ops) throw new Error("The tool's operations are gone");
+	try {
+		switch (msg.op) {
+			case "access":
+				await ops.access(msg.path);
+				return { value: null };
+			case "readFile": {
+				const data = await ops.readFile(msg.path);
+				return { value: Buffer.from(data).toString("base64") };
+			}
+			case "detectImageMimeType":
+				return { value: ops.detectImageMimeType ? ((await ops.detectImageMimeType(msg.path)) ?? null) : null };
+			case "writeFile":
+				await ops.writeFile(msg.path, msg.content);
+				return { value: null };
+			case "mkdir":
+				await ops.mkdir(msg.path);
+				return { value: null };
+			case "exec": {
+				const controller = new AbortController();
+				execControllers.set(msg.execId, controller);
+				try {
+					const result = await ops.exec(msg.command, msg.cwd, {
+						onData: (chunk) =>
+							host.channel.notify("op_data", { execId: msg.execId, data: Buffer.from(chunk).toString("base64") }),
+						signal: controller.signal,
+						timeout: msg.timeout ?? undefined,
+						env: msg.env,
+					});
+					return { value: { exitCode: result?.exitCode ?? null } };
+				} finally {
+					execControllers.delete(msg.execId);
+				}
+			}
+			default:
+				throw new Error(`Unknown operation: ${msg.op}`);
+		}
+	} catch (error) {
+		return thrown(error);
+	}
+}
+
+/** pi's `op_abort`: the tool running a command through operations was aborted. */
+export function abortBuiltinOperation({ execId }) {
+	execControllers.get(execId)?.abort();
+}
+
 function createExecute(name, cwd, options) {
 	return async (toolCallId, params, signal, onUpdate, ctx) => {
-		if (options?.operations) {
-			throw new Error(`${name}: custom operations are not supported by the pi extension host`);
-		}
 		if (signal?.aborted) throw new Error("Operation aborted");
 		let args = params;
 		let runCwd = ctx?.cwd || cwd;
@@ -236,13 +297,21 @@ function createExecute(name, cwd, options) {
 			args = { ...params, command };
 		}
 		const request = { name, cwd: runCwd, params: args, toolCallId, env };
-		if (typeof onUpdate !== "function") return callAsync("run_builtin_tool", request);
-		const updateId = nextUpdateId++;
-		builtinUpdates.set(updateId, onUpdate);
+		const operationsId = options?.operations ? nextOperationsId++ : undefined;
+		if (operationsId !== undefined) {
+			runOperations.set(operationsId, options.operations);
+			request.operationsId = operationsId;
+		}
+		const updateId = typeof onUpdate === "function" ? nextUpdateId++ : undefined;
+		if (updateId !== undefined) {
+			builtinUpdates.set(updateId, onUpdate);
+			request.updateId = updateId;
+		}
 		try {
-			return await callAsync("run_builtin_tool", { ...request, updateId });
+			return await callAsync("run_builtin_tool", request);
 		} finally {
-			builtinUpdates.delete(updateId);
+			if (updateId !== undefined) builtinUpdates.delete(updateId);
+			if (operationsId !== undefined) runOperations.delete(operationsId);
 		}
 	};
 }

@@ -53,6 +53,23 @@ describe("commands and tools", () => {
 					pi.registerTool(createReadToolDefinition(process.cwd()));
 					const bash = createBashTool("/somewhere", { commandPrefix: "set -e", spawnHook: (c) => ({ ...c, command: c.command + " # hooked", env: { ONLY: "1" } }) });
 					pi.registerTool({ ...bash, name: "mybash", label: "mybash", execute: (id, params, signal, onUpdate, ctx) => bash.execute(id, params, signal, onUpdate) });
+					const files = { "/r/a.txt": "remote text" };
+					const remoteBash = createBashTool("/r", {
+						operations: {
+							exec: async (command, cwd, { onData }) => {
+								onData(Buffer.from("ran " + command + " in " + cwd));
+								return { exitCode: 7 };
+							},
+						},
+					});
+					pi.registerTool({ ...remoteBash, name: "rbash", label: "rbash" });
+					const remoteRead = createReadToolDefinition("/r", {
+						operations: {
+							access: async (p) => { if (!(p in files)) { const e = new Error("no " + p); e.code = "ENOENT"; throw e; } },
+							readFile: async (p) => Buffer.from(files[p]),
+						},
+					});
+					pi.registerTool({ ...remoteRead, name: "rread", label: "rread" });
 				}`,
 		});
 		pi = await FakePi.start({ cwd: dir });
@@ -147,6 +164,41 @@ describe("commands and tools", () => {
 		assert.equal(call.cwd, "/somewhere");
 		assert.equal(call.params.command, "set -e\nls # hooked");
 		assert.deepEqual(call.env, { ONLY: "1" });
+	});
+
+	it("custom operations: pi runs each one through builtin_op; exec output comes as op_data", async () => {
+		const answers = [];
+		pi.calls.async.run_builtin_tool = async (params) => {
+			assert.equal(typeof params.operationsId, "number");
+			const ask = (fields) => pi.ask("builtin_op", { operationsId: params.operationsId, ...fields });
+			if (params.name === "read") {
+				answers.push(await ask({ op: "access", path: "/r/a.txt" }));
+				answers.push(await ask({ op: "detectImageMimeType", path: "/r/a.txt" }));
+				answers.push(await ask({ op: "readFile", path: "/r/a.txt" }));
+				answers.push(await ask({ op: "access", path: "/r/missing" }));
+			} else {
+				answers.push(await ask({ op: "exec", execId: 9, command: "ls", cwd: "/r", timeout: null, env: {} }));
+			}
+			return { content: [{ type: "text", text: "ok" }] };
+		};
+		try {
+			await pi.ask("tool", { tool: "rread", toolCallId: "o1", params: { path: "a.txt" }, ctx: {} });
+			await pi.ask("tool", { tool: "rbash", toolCallId: "o2", params: { command: "ls" }, ctx: {} });
+			assert.deepEqual(answers, [
+				{ value: null },
+				{ value: null },
+				{ value: Buffer.from("remote text").toString("base64") },
+				{ error: { message: "no /r/missing", code: "ENOENT", text: "Error: no /r/missing" } },
+				{ value: { exitCode: 7 } },
+			]);
+			const data = pi.messages.filter((m) => m.type === "op_data" && m.execId === 9);
+			assert.deepEqual(
+				data.map((m) => Buffer.from(m.data, "base64").toString()),
+				["ran ls in /r"],
+			);
+		} finally {
+			delete pi.calls.async.run_builtin_tool;
+		}
 	});
 
 	it("builtin_update notifications reach the onUpdate the extension passed, before the result", async () => {
