@@ -249,7 +249,7 @@ async fn execute_through(
         command,
         cwd: config.cwd.clone(),
         timeout,
-        env: tool_env(config),
+        env: Some(tool_env(config)),
         cancel: invocation.cancel.clone(),
     });
     loop {

@@ -49,7 +49,8 @@ pub struct ExecRequest {
     pub cwd: std::path::PathBuf,
     /// Seconds, as the tool got it.
     pub timeout: Option<f64>,
-    pub env: Vec<(OsString, OsString)>,
+    /// `None` when the caller passes none (the RPC `bash` command).
+    pub env: Option<Vec<(OsString, OsString)>>,
     pub cancel: CancellationToken,
 }
 

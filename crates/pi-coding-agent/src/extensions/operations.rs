@@ -127,11 +127,11 @@ impl ToolOperations for HostOperations {
         execs().insert(exec_id, tx.clone());
         let ops = HostOperations::new(self.host.clone(), self.operations_id.clone());
         tokio::spawn(async move {
-            let env: Map<String, Value> = request
-                .env
-                .iter()
-                .map(|(k, v)| (k.to_string_lossy().into_owned(), json!(v.to_string_lossy())))
-                .collect();
+            let env = request.env.as_ref().map(|vars| {
+                vars.iter()
+                    .map(|(k, v)| (k.to_string_lossy().into_owned(), json!(v.to_string_lossy())))
+                    .collect::<Map<String, Value>>()
+            });
             let call = ops.call(
                 "exec",
                 json!({

@@ -230,10 +230,24 @@ function thrown(error) {
 	return { error: { message, code, text: String(error) } };
 }
 
+// Operations a user_bash handler returned: they serve one command, then they are dropped.
+const singleCommandOperations = new Set();
+
+/** Keeps `ops` for a user_bash command run through them; returns the id pi refers to them by. */
+export function registerCommandOperations(ops) {
+	const id = nextOperationsId++;
+	runOperations.set(id, ops);
+	singleCommandOperations.add(id);
+	return id;
+}
+
 /** pi's `builtin_op` request: one operation of a tool running with custom operations. */
 export async function runBuiltinOperation(msg) {
 	const ops = runOperations.get(msg.operationsId);
 	if (!ops) throw new Error("The tool's operations are gone");
+	if (msg.op === "exec" && singleCommandOperations.delete(msg.operationsId)) {
+		runOperations.delete(msg.operationsId);
+	}
 	try {
 		switch (msg.op) {
 			case "access":
