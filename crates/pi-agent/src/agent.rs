@@ -45,6 +45,8 @@ pub struct TurnUpdate {
     pub context: Option<Vec<Arc<AgentMessage>>>,
     pub model: Option<Model>,
     pub thinking_level: Option<ThinkingLevel>,
+    /// Delivered before the turn's queued messages (a system message patching the prompt).
+    pub messages: Vec<AgentMessage>,
 }
 
 /// What the `before_tool_call` hook decided.

@@ -105,6 +105,7 @@ async fn run_loop(
     loop {
         let mut more_tool_calls = true;
         while more_tool_calls || !pending.is_empty() {
+            let mut prepared = Vec::new();
             if let Some((message, tool_results)) = &last_turn {
                 let turn = TurnContext {
                     message,
@@ -121,6 +122,7 @@ async fn run_loop(
                     if let Some(level) = update.thinking_level {
                         st.reasoning = (level != ThinkingLevel::Off).then_some(level);
                     }
+                    prepared = update.messages;
                 }
                 // Preparation may take long (compaction): pick up steering queued meanwhile,
                 // unless a poll already returned something (one-at-a-time must stay one).
@@ -130,7 +132,8 @@ async fn run_loop(
                 agent.emit(AgentEvent::TurnStart).await;
             }
             st.context.extend(agent.take_context_additions());
-            deliver(agent, st, new_messages, std::mem::take(&mut pending)).await;
+            prepared.append(&mut pending);
+            deliver(agent, st, new_messages, prepared).await;
 
             let message = stream_assistant_response(agent, st, cancel).await;
             new_messages.push(AgentMessage::Assistant(message.clone()));

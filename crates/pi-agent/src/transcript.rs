@@ -79,6 +79,10 @@ fn with_changes(
 ) -> SystemMessage {
     message.tools_added = (!added.is_empty()).then_some(added);
     message.tools_removed = (!removed.is_empty()).then_some(removed);
+    // Pi rebuilds the message with the tool lists after its other keys (`timestamp` first).
+    message.rest.set_order(pi_protocol::record::KeyOrder::Fixed(
+        SystemMessage::RUN_START_ORDER,
+    ));
     message
 }
 

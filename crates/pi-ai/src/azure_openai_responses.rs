@@ -65,7 +65,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
         return;
     };
-    relay(Flavor::Azure, &model, out, resp, &options.cancel).await;
+    relay(Flavor::Azure, &model, out, resp, &options).await;
 }
 
 /// `model_id=deployment,...` from `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`, else the model id.

@@ -66,7 +66,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
         return;
     };
-    relay(Flavor::Codex, &model, out, resp, &options.cancel).await;
+    relay(Flavor::Codex, &model, out, resp, &options).await;
 }
 
 /// The ChatGPT account id in the access token's claims.

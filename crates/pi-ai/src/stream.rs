@@ -63,6 +63,11 @@ pub struct StreamOptions {
     /// Provider settings that travel with the credential (AWS profile and region, Google
     /// project, ...): looked up before the process environment (Pi's `options.env`).
     pub env: BTreeMap<String, String>,
+    /// Pi's `stream` with provider options rather than `streamSimple` (an extension's
+    /// `modelRegistry.complete`): only what was asked for is sent — no default output budget,
+    /// `reasoning` is the provider's effort as given. So far only openai-completions tells the
+    /// two apart.
+    pub raw: bool,
 }
 
 impl StreamOptions {
@@ -87,6 +92,20 @@ pub trait ProviderHooks: Send + Sync {
     fn headers<'a>(&'a self, headers: HeaderPairs) -> HookFuture<'a, HeaderPairs>;
     /// A successful response's status and headers, before its body is read.
     fn response<'a>(&'a self, status: u16, headers: HeaderPairs) -> HookFuture<'a, ()>;
+    /// Whether [`ProviderHooks::stream_event`] wants the raw events (Pi's
+    /// `onProviderStreamEvent`); without it a provider need not parse what it can skip.
+    fn wants_stream_events(&self) -> bool {
+        false
+    }
+    /// One raw event of the response stream as the provider's SDK parsed it (a chunk, an
+    /// Anthropic event), awaited before the event is processed.
+    fn stream_event<'a>(
+        &'a self,
+        _model: &'a pi_protocol::model::Model,
+        _event: &'a serde_json::Value,
+    ) -> HookFuture<'a, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// Header names and values, in order.

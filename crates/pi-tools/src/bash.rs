@@ -63,6 +63,9 @@ impl AgentTool for BashTool {
 /// The environment of a tool command: the shell environment plus the session variables.
 fn tool_env(config: &ToolsConfig) -> Vec<(OsString, OsString)> {
     let mut env = shell_env(config.base_env.as_deref(), &config.bin_dir());
+    if config.base_env_is_final {
+        return env;
+    }
     for key in SESSION_ENV_VARS {
         remove(&mut env, key);
     }
@@ -106,6 +109,10 @@ enum RunEnd {
     Exited(i32),
     Aborted,
     TimedOut(Option<crate::shell::ShellExit>),
+    /// An extension's operations threw `timeout:<seconds>`.
+    TimedOutAfter(String),
+    /// An extension's operations reported no exit code.
+    NoExitCode,
     Failed(String),
 }
 
@@ -167,6 +174,18 @@ async fn execute_command(
     output: &mut OutputAccumulator,
     updates: &mut Updates,
 ) -> RunEnd {
+    if let Some(ops) = &config.operations {
+        return execute_through(
+            ops.as_ref(),
+            config,
+            command,
+            timeout,
+            invocation,
+            output,
+            updates,
+        )
+        .await;
+    }
     let timeout = match resolve_timeout(timeout) {
         Ok(t) => t,
         Err(message) => return RunEnd::Failed(message),
@@ -205,6 +224,54 @@ async fn execute_command(
                 ShellEvent::Finished(ShellOutcome::Exited(code)) => return RunEnd::Exited(code),
                 ShellEvent::Finished(ShellOutcome::Aborted) => return RunEnd::Aborted,
                 ShellEvent::Finished(ShellOutcome::TimedOut { shell_exit }) => return RunEnd::TimedOut(shell_exit),
+            },
+            _ = sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
+                updates.timer = None;
+                updates.emit(output);
+            }
+        }
+    }
+}
+
+/// The command through an extension's `BashOperations.exec`: it gets the timeout as given and
+/// the environment; its output feeds the same accumulator, and what it throws ends the run.
+async fn execute_through(
+    ops: &dyn crate::operations::ToolOperations,
+    config: &ToolsConfig,
+    command: String,
+    timeout: Option<f64>,
+    invocation: &ToolInvocation,
+    output: &mut OutputAccumulator,
+    updates: &mut Updates,
+) -> RunEnd {
+    use crate::operations::{ExecEvent, ExecRequest};
+    let mut events = ops.exec(ExecRequest {
+        command,
+        cwd: config.cwd.clone(),
+        timeout,
+        env: Some(tool_env(config)),
+        cancel: invocation.cancel.clone(),
+    });
+    loop {
+        let timer = updates.timer;
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(ExecEvent::Data(bytes)) => {
+                    output.append(&bytes);
+                    updates.schedule(output);
+                }
+                Some(ExecEvent::Done(Ok(Some(code)))) => return RunEnd::Exited(code),
+                Some(ExecEvent::Done(Ok(None))) => return RunEnd::NoExitCode,
+                Some(ExecEvent::Done(Err(e))) => {
+                    return if e.message == "aborted" {
+                        RunEnd::Aborted
+                    } else if let Some(seconds) = e.message.strip_prefix("timeout:") {
+                        RunEnd::TimedOutAfter(seconds.split(':').next().unwrap_or("").to_string())
+                    } else {
+                        RunEnd::Failed(e.message)
+                    };
+                }
+                None => return RunEnd::Failed("Command terminated without an exit code".into()),
             },
             _ = sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
                 updates.timer = None;
@@ -325,6 +392,18 @@ async fn run(
                 ));
             }
             return Err(ToolError::new(append_status(&text, &status)));
+        }
+        RunEnd::TimedOutAfter(seconds) => {
+            let (text, _) = format_output(&output, &snapshot, "");
+            let status = format!("Command timed out after {seconds} seconds");
+            return Err(ToolError::new(append_status(&text, &status)));
+        }
+        RunEnd::NoExitCode => {
+            let (text, _) = format_output(&output, &snapshot, "(no output)");
+            return Err(ToolError::new(append_status(
+                &text,
+                "Command terminated without an exit code",
+            )));
         }
         RunEnd::Failed(message) => return Err(ToolError::new(message)),
     };

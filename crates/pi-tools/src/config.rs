@@ -63,7 +63,13 @@ pub struct ToolsConfig {
     pub auto_resize_images: bool,
     /// The environment commands start from; `None` means this process's environment.
     pub base_env: Option<Vec<(OsString, OsString)>>,
+    /// `base_env` already carries the session variables the command should see (an
+    /// extension's bash `spawnHook` built it): they are neither removed nor set again.
+    pub base_env_is_final: bool,
     pub session: SessionHandle,
+    /// The I/O of read, write, edit and bash goes here instead of this machine (an extension's
+    /// custom `operations`).
+    pub operations: Option<std::sync::Arc<dyn crate::operations::ToolOperations>>,
 }
 
 impl ToolsConfig {
@@ -75,6 +81,8 @@ impl ToolsConfig {
             shell_command_prefix: None,
             auto_resize_images: true,
             base_env: None,
+            base_env_is_final: false,
+            operations: None,
             session: SessionHandle::default(),
         }
     }

@@ -14,6 +14,7 @@ mod grep_walk;
 pub mod image;
 pub mod ls;
 pub mod mutation_queue;
+pub mod operations;
 pub mod output_file;
 pub mod paths;
 pub mod powershell;

@@ -59,15 +59,24 @@ async fn run(
     let _turn = wait_turn(&absolute).await.map_err(ToolError::new)?;
     let check = || check_cancel(&invocation.cancel);
     check()?;
+    // An extension's operations do the I/O when it gave some; their errors are the tool's.
+    let ops = config.operations.as_deref();
+    let failed = |e: crate::operations::OpError| ToolError::new(e.message);
     if let Some(dir) = absolute.parent() {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| ToolError::new(fs_error::with_path(&e, "mkdir", dir)))?;
+        match ops {
+            Some(ops) => ops.mkdir(dir).await.map_err(failed)?,
+            None => tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|e| ToolError::new(fs_error::with_path(&e, "mkdir", dir)))?,
+        }
     }
     check()?;
-    tokio::fs::write(&absolute, content.as_bytes())
-        .await
-        .map_err(|e| ToolError::new(fs_error::with_path(&e, "open", &absolute)))?;
+    match ops {
+        Some(ops) => ops.write_file(&absolute, &content).await.map_err(failed)?,
+        None => tokio::fs::write(&absolute, content.as_bytes())
+            .await
+            .map_err(|e| ToolError::new(fs_error::with_path(&e, "open", &absolute)))?,
+    }
     check()?;
     Ok(text_result(format!("Successfully wrote to {path}"), None))
 }

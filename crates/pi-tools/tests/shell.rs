@@ -212,6 +212,7 @@ fn request(dir: &std::path::Path, command: &str) -> BashRequest {
         command_prefix: None,
         bin_dir: dir.join("bin"),
         base_env: None,
+        operations: None,
     }
 }
 

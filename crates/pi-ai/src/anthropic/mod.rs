@@ -167,6 +167,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         ..State::default()
     };
     let mut sse = SseDecoder::new();
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     loop {
         let (events, end) = match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => (sse.push(&bytes), false),
@@ -177,7 +178,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         };
         for ev in events {
-            if let Err(text) = st.event(&model, ev, &mut out).await {
+            if let Err(text) = st.event(&model, ev, &mut out, hooks.as_deref()).await {
                 st.flush_partial(&mut out);
                 return out.fail(cancel.is_cancelled(), text).await;
             }
@@ -265,6 +266,7 @@ impl State {
         model: &Model,
         sse: SseEvent,
         out: &mut Output,
+        hooks: Option<&dyn crate::ProviderHooks>,
     ) -> Result<(), String> {
         let name = sse.event.clone().unwrap_or_default();
         if name == "error" {
@@ -280,6 +282,10 @@ impl State {
                 sse.raw.join("\\n")
             )
         })?;
+        // Every parsed message event, before it is processed (`onProviderStreamEvent`).
+        if let Some(h) = hooks {
+            h.stream_event(model, &ev).await;
+        }
         match ev.get("type").and_then(Value::as_str).unwrap_or("") {
             "message_start" => {
                 self.saw_start = true;

@@ -118,6 +118,7 @@ pub(crate) async fn run_target(
     };
     let mut st = State::default();
     let mut buf: Vec<u8> = Vec::new();
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     loop {
         match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => buf.extend_from_slice(&bytes),
@@ -153,6 +154,10 @@ pub(crate) async fn run_target(
                     return out.fail(cancel.is_cancelled(), text).await;
                 }
             };
+            // Every chunk, before it is processed (`onProviderStreamEvent`).
+            if let Some(h) = &hooks {
+                h.stream_event(&model, &chunk).await;
+            }
             if let Err(e) = st.chunk(&model, &chunk, &mut out).await {
                 return out.fail(cancel.is_cancelled(), e).await;
             }

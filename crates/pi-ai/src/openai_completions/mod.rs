@@ -28,6 +28,7 @@ use pi_js::parse::parse_js_json;
 use pi_protocol::compat::SessionAffinityFormat;
 use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
 use pi_protocol::model::Model;
+use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::{StopReason, Usage};
 use serde_json::Value;
 
@@ -51,8 +52,16 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         model: &model,
         compat: &compat,
         options: &options,
-        max_tokens: base_max_tokens(&model, &context, &options),
-        reasoning: effective_reasoning(&model, &options),
+        max_tokens: if options.raw {
+            options.max_tokens.unwrap_or(0)
+        } else {
+            base_max_tokens(&model, &context, &options)
+        },
+        reasoning: if options.raw {
+            options.reasoning.filter(|l| *l != ThinkingLevel::Off)
+        } else {
+            effective_reasoning(&model, &options)
+        },
         retention,
     };
     let body = request::build_body(&params, &messages);
@@ -94,6 +103,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let mut st = State::default();
     let mut sse = SseDecoder::new();
     let mut done = false;
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     loop {
         let (events, end) = match resp.chunk(&cancel).await {
             Ok(Some(bytes)) => (sse.push(&bytes), false),
@@ -104,6 +114,12 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             }
         };
         for ev in events {
+            // Every chunk the SDK would yield, before it is processed (`onProviderStreamEvent`).
+            if let Some(h) = &hooks
+                && let SseData::Event(chunk) = openai_sse_data(&ev)
+            {
+                h.stream_event(&model, &chunk).await;
+            }
             if let Some(chunk) = fast::parse(ev.event.as_deref(), &ev.data) {
                 st.fast_chunk(&model, &chunk, &mut out).await;
                 if out.gone() {

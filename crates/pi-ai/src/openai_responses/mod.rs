@@ -109,7 +109,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
         return;
     };
-    relay(Flavor::OpenAi, &model, out, resp, &options.cancel).await;
+    relay(Flavor::OpenAi, &model, out, resp, &options).await;
 }
 
 /// Which adapter of the Responses family is streaming: they share the event handling and
@@ -136,13 +136,15 @@ pub(crate) async fn relay(
     model: &Model,
     mut out: Output,
     mut resp: http::Body,
-    cancel: &tokio_util::sync::CancellationToken,
+    options: &crate::stream::StreamOptions,
 ) {
+    let cancel = &options.cancel;
     let mut st = State {
         flavor,
         ..State::default()
     };
     let mut sse = SseDecoder::new();
+    let hooks = options.hooks.clone().filter(|h| h.wants_stream_events());
     'read: loop {
         let (events, end) = match resp.chunk(cancel).await {
             Ok(Some(bytes)) => (sse.push(&bytes), false),
@@ -177,6 +179,10 @@ pub(crate) async fn relay(
                     SseData::Event(d) => d,
                 }
             };
+            // Every event, before it is processed (`onProviderStreamEvent`).
+            if let Some(h) = &hooks {
+                h.stream_event(model, &data).await;
+            }
             if let Err(t) = st.event(model, &data, &mut out).await {
                 st.flush_partial(&mut out);
                 return out.fail(cancel.is_cancelled(), flavor.hint(t)).await;

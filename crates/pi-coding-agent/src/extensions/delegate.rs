@@ -218,11 +218,14 @@ impl Delegate for HostDelegate {
 
     fn notification<'a>(&'a self, kind: &'a str, message: Value) -> BoxFuture<'a> {
         Box::pin(async move {
-            if kind != "stream_event" {
-                return;
-            }
-            if let Some(core) = self.core.upgrade() {
-                core.ext.stream_event(&message).await;
+            match kind {
+                "stream_event" => {
+                    if let Some(core) = self.core.upgrade() {
+                        core.ext.stream_event(&message).await;
+                    }
+                }
+                "op_data" => super::operations::exec_output(&message),
+                _ => {}
             }
         })
     }
@@ -365,7 +368,13 @@ fn state_query(rt: &Runtime, params: &Value) -> CallResult {
         "commands" => to_json(&rt.commands()),
         "settings" => Ok(Value::Object(lock(&rt.core.res).settings.merged())),
         "contextUsage" => to_json(&rt.context_usage()),
-        "systemPrompt" => Ok(json!(rt.core.system_prompt_text(&rt.agent))),
+        // During a run whose before_agent_start forced a prompt, that prompt is the effective one.
+        "systemPrompt" => {
+            let forced = lock(&rt.core.run).forced_system_prompt.clone();
+            Ok(json!(
+                forced.unwrap_or_else(|| rt.core.system_prompt_text(&rt.agent))
+            ))
+        }
         "systemPromptOptions" => {
             let base = rt.core.prompt_options(&rt.agent);
             let run = lock(&rt.core.run).prompt_options.clone();

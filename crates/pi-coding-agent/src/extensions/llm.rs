@@ -80,8 +80,11 @@ impl Runtime {
         let auth = pi_registry::request_auth_shared(&self.core.registry, &model)
             .await
             .map_err(|e| e.to_string())?;
+        // `complete`/`stream` take the provider's options (`reasoningEffort`), the simple
+        // calls Pi's `reasoning` level.
+        let raw = params.get("simple").and_then(Value::as_bool) == Some(false);
         let reasoning = options
-            .get("reasoning")
+            .get(if raw { "reasoningEffort" } else { "reasoning" })
             .cloned()
             .and_then(|r| serde_json::from_value::<ThinkingLevel>(r).ok())
             .filter(|l| *l != ThinkingLevel::Off);
@@ -94,6 +97,7 @@ impl Runtime {
             reasoning,
             max_tokens: options.get("maxTokens").and_then(Value::as_u64),
             temperature: options.get("temperature").and_then(Value::as_f64),
+            raw,
             ..StreamOptions::default()
         };
         let stream = (self.core.ext.stream_fn())(&model, LlmContext { messages }, stream_options);

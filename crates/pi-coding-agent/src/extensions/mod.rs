@@ -17,6 +17,7 @@ mod lifecycle;
 mod llm;
 mod load;
 mod messages;
+pub(crate) mod operations;
 mod partial;
 mod prompt;
 mod provider;

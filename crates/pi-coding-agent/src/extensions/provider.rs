@@ -1,5 +1,6 @@
 //! Extensions' provider events on our own requests: `before_provider_headers`,
-//! `before_provider_request` (the body may be replaced) and `after_provider_response`.
+//! `before_provider_request` (the body may be replaced), `after_provider_response` and
+//! `provider_stream_event` (each raw event of the response stream).
 
 use crate::runtime::Core;
 use serde_json::{Map, Value, json};
@@ -20,6 +21,7 @@ impl Core {
             "before_provider_headers",
             "before_provider_request",
             "after_provider_response",
+            "provider_stream_event",
         ]
         .iter()
         .any(|e| self.ext.handles(e));
@@ -32,6 +34,35 @@ impl Core {
 }
 
 impl pi_ai::ProviderHooks for ExtProviderHooks {
+    fn wants_stream_events(&self) -> bool {
+        self.core
+            .upgrade()
+            .is_some_and(|core| core.ext.handles("provider_stream_event"))
+    }
+
+    fn stream_event<'a>(
+        &'a self,
+        model: &'a pi_protocol::model::Model,
+        event: &'a Value,
+    ) -> Fut<'a, ()> {
+        Box::pin(async move {
+            let Some(core) = self.core.upgrade() else {
+                return;
+            };
+            // Asked again per event: a handler may have unsubscribed meanwhile.
+            if !core.ext.handles("provider_stream_event") {
+                return;
+            }
+            let payload = json!({
+                "data": event,
+                "provider": model.provider,
+                "api": model.api,
+                "model": model.id,
+            });
+            core.ext_emit("provider_stream_event", payload).await;
+        })
+    }
+
     fn payload<'a>(&'a self, payload: Value) -> Fut<'a, Value> {
         Box::pin(async move {
             let Some(core) = self.core.upgrade() else {
@@ -85,7 +116,19 @@ impl pi_ai::ProviderHooks for ExtProviderHooks {
             let Some(core) = self.core.upgrade() else {
                 return;
             };
-            let map: Map<String, Value> = headers.into_iter().map(|(k, v)| (k, json!(v))).collect();
+            // Pi hands over a fetch `Headers` object as a record: names lowercased and sorted,
+            // repeated headers joined by ", ".
+            let mut sorted: std::collections::BTreeMap<String, String> = Default::default();
+            for (name, value) in headers {
+                sorted
+                    .entry(name.to_ascii_lowercase())
+                    .and_modify(|v| {
+                        v.push_str(", ");
+                        v.push_str(&value);
+                    })
+                    .or_insert(value);
+            }
+            let map: Map<String, Value> = sorted.into_iter().map(|(k, v)| (k, json!(v))).collect();
             core.ext_emit(
                 "after_provider_response",
                 json!({ "status": status, "headers": map }),

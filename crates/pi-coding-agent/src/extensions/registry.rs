@@ -27,6 +27,9 @@ pub struct ExtTool {
     pub default_active: Option<bool>,
     #[serde(default)]
     pub has_prepare_arguments: bool,
+    /// Declared with the tool (the built-in definitions from `create*Tool` carry one).
+    #[serde(default)]
+    pub constrained_sampling: Option<Value>,
 }
 
 impl ExtTool {

@@ -23,7 +23,11 @@ impl ExtensionTool {
                 name: def.name.clone(),
                 description: def.description.clone(),
                 parameters: def.parameters.clone(),
-                constrained_sampling: None,
+                // Anything but `false` or a configuration is left out of the declaration.
+                constrained_sampling: def
+                    .constrained_sampling
+                    .clone()
+                    .and_then(|v| serde_json::from_value(v).ok()),
                 rest: Default::default(),
             },
             def,

@@ -9,6 +9,12 @@ use std::path::Path;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// What a `user_bash` handler decided.
+enum UserBash {
+    Result(BashResult),
+    Operations(std::sync::Arc<dyn pi_tools::operations::ToolOperations>),
+}
+
 impl Runtime {
     /// Runs a shell command for the client, streaming `bash_execution_update`s, and records its
     /// result as a `bashExecution` message (held until the active run settles, so it never
@@ -19,9 +25,14 @@ impl Runtime {
         command: String,
         exclude_from_context: bool,
     ) -> Result<BashResult, String> {
-        if let Some(result) = self.ext_user_bash(&command, exclude_from_context).await? {
-            self.record_bash(command, &result, exclude_from_context);
-            return Ok(result);
+        let mut operations = None;
+        match self.ext_user_bash(&command, exclude_from_context).await? {
+            Some(UserBash::Result(result)) => {
+                self.record_bash(command, &result, exclude_from_context);
+                return Ok(result);
+            }
+            Some(UserBash::Operations(ops)) => operations = Some(ops),
+            None => {}
         }
         let settings = self.core.settings();
         let request = BashRequest {
@@ -31,6 +42,7 @@ impl Runtime {
             command_prefix: settings.shell_command_prefix.clone(),
             bin_dir: self.core.env.agent_dir.join("bin"),
             base_env: None,
+            operations,
         };
         let cancel = CancellationToken::new();
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -76,13 +88,13 @@ impl Runtime {
         }
     }
 
-    /// Extensions' `user_bash`: a result that replaces running the command, or `None` to run
-    /// it here. A throwing handler fails the command.
+    /// Extensions' `user_bash`: a result that replaces running the command, operations that
+    /// run it, or `None` to run it here. A throwing handler fails the command.
     async fn ext_user_bash(
         &self,
         command: &str,
         exclude_from_context: bool,
-    ) -> Result<Option<BashResult>, String> {
+    ) -> Result<Option<UserBash>, String> {
         if !self.core.ext.handles("user_bash") {
             return Ok(None);
         }
@@ -104,9 +116,13 @@ impl Runtime {
             .request("emit", params)
             .await
             .map_err(|e| e.to_string())?;
+        if let Some(id) = value.get("operationsId").filter(|v| !v.is_null()) {
+            let ops = crate::extensions::operations::HostOperations::new(host, id.clone());
+            return Ok(Some(UserBash::Operations(std::sync::Arc::new(ops))));
+        }
         match value.get("result") {
             Some(result) if !result.is_null() => serde_json::from_value(result.clone())
-                .map(Some)
+                .map(|r| Some(UserBash::Result(r)))
                 .map_err(|e| format!("Invalid user_bash handler result: {e}")),
             _ => Ok(None),
         }

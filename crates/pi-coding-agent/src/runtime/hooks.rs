@@ -11,27 +11,42 @@ use pi_protocol::tool::AgentToolResult;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
+impl Core {
+    /// Whether a threshold compaction ran between turns.
+    async fn compact_before_next_turn(&self) -> bool {
+        let Some(model) = self.current_model() else {
+            return false;
+        };
+        let Ok(settings) = self.compaction_settings(&model) else {
+            return false;
+        };
+        if !crate::compaction::exceeds_threshold(&lock(&self.session), &model, settings) {
+            return false;
+        }
+        self.auto_compact(CompactionReason::Threshold, false).await
+    }
+}
+
 impl RunHooks for Core {
-    /// Compacts between a tool batch and the next request when the projected context crossed
-    /// the threshold; the run continues with the compacted context.
+    /// Between turns: compacts when the projected context crossed the threshold (the run
+    /// continues with the compacted context), then, as Pi, renders the prompt again from the
+    /// run's options and the active tools; a changed prompt is patched by a system message
+    /// before the next request.
     fn prepare_next_turn<'a>(
         &'a self,
-        _turn: &'a TurnContext<'a>,
+        turn: &'a TurnContext<'a>,
     ) -> BoxFuture<'a, Option<TurnUpdate>> {
         Box::pin(async move {
-            let model = self.current_model()?;
-            let settings = self.compaction_settings(&model).ok()?;
-            if !crate::compaction::exceeds_threshold(&lock(&self.session), &model, settings) {
-                return None;
+            let mut update = TurnUpdate::default();
+            if self.compact_before_next_turn().await {
+                update.context = Some(self.agent()?.messages());
             }
-            if !self.auto_compact(CompactionReason::Threshold, false).await {
-                return None;
+            let agent = self.agent()?;
+            let context = update.context.as_deref().unwrap_or(turn.context);
+            if let Some(patch) = self.system_patch_over(&agent, context) {
+                update.messages.push(AgentMessage::System(patch));
             }
-            let context = self.agent()?.messages();
-            Some(TurnUpdate {
-                context: Some(context),
-                ..TurnUpdate::default()
-            })
+            (update.context.is_some() || !update.messages.is_empty()).then_some(update)
         })
     }
 

@@ -270,13 +270,23 @@ impl Core {
 
     /// The sections with `mcp_servers` added (or left out when no server is listed).
     pub(crate) fn with_mcp_section(&self, mut sections: Sections) -> Sections {
-        if let Some(text) = self.tools.mcp.manager().and_then(|m| m.servers_section()) {
+        let frozen = lock(&self.run).mcp_section.clone();
+        let text = match frozen {
+            Some(text) => text,
+            None => self.mcp_servers_section(),
+        };
+        if let Some(text) = text {
             sections.insert(
                 "mcp_servers".to_string(),
                 format!("<mcp_servers>\n{text}\n</mcp_servers>"),
             );
         }
         sections
+    }
+
+    /// The live `mcp_servers` section text.
+    pub(crate) fn mcp_servers_section(&self) -> Option<String> {
+        self.tools.mcp.manager().and_then(|m| m.servers_section())
     }
 
     pub(crate) async fn shutdown_mcp(&self) {

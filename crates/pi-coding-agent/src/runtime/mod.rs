@@ -90,6 +90,10 @@ pub(crate) struct RunState {
     pub forced_system_prompt: Option<String>,
     /// System prompt options an extension edited for the current run (`before_agent_start`).
     pub prompt_options: Option<crate::resources::prompt_options::PromptOptions>,
+    /// The `mcp_servers` prompt section as the current run started (Pi renders a run's prompt
+    /// from the options it started with; servers that connect meanwhile show from the next
+    /// run on). `None` outside a run.
+    pub mcp_section: Option<Option<String>>,
     /// The session's own active tools while a run uses others (see `apply_run_loadout`).
     pub loadout_base: Option<Vec<String>>,
     /// Extension messages for the next run (`sendMessage` with `deliverAs: "nextTurn"`).

@@ -105,6 +105,10 @@ impl Runtime {
             PromptOrigin::Rpc => ("rpc", true),
             PromptOrigin::Extension { expand } => ("extension", expand),
         };
+        // Pi queues an extension's message a tick after the call when no `input` handler runs
+        // (before the command that sent it is answered), but only after the command's answer
+        // when `input` handlers are awaited first.
+        let input_handled = self.core.ext.handles("input");
         let (text, images) = match self
             .core
             .ext_input(request.text, request.images, source, behavior)
@@ -125,11 +129,10 @@ impl Runtime {
                         .into(),
                 ),
                 Some(behavior) => {
-                    if origin == PromptOrigin::Rpc {
+                    if origin == PromptOrigin::Rpc || !input_handled {
                         self.queue(behavior, text, images).await;
                     } else {
-                        // An extension's queued message is announced once the command that
-                        // sent it has been answered (Pi's order).
+                        // Announced once the command that sent it has been answered.
                         self.enqueue(behavior, text, images);
                         let core = std::sync::Arc::clone(&self.core);
                         tokio::spawn(async move {
@@ -176,6 +179,8 @@ impl Runtime {
     ) -> Vec<AgentMessage> {
         let next_turn = std::mem::take(&mut lock(&self.core.run).next_turn);
         lock(&self.core.run).forced_system_prompt = started.system_prompt;
+        let section = self.core.mcp_servers_section();
+        lock(&self.core.run).mcp_section = Some(section);
         self.apply_run_loadout(started.prompt_options.as_ref().map(|o| o.selected_tools()));
         lock(&self.core.run).prompt_options = started.prompt_options;
         let mut messages = Vec::new();
@@ -259,6 +264,7 @@ impl Runtime {
             let mut run = lock(&self.core.run);
             run.forced_system_prompt = None;
             run.prompt_options = None;
+            run.mcp_section = None;
         }
         self.core.ext_run_state("run", Some(false));
         let aborted = self.abort_requested();
@@ -482,14 +488,23 @@ impl Core {
         &self,
         agent: &pi_agent::Agent,
     ) -> Option<pi_protocol::message::SystemMessage> {
-        let (transcript_sections, tool_names) = agent.with_state(|s| {
-            let systems = s.messages.iter().filter_map(|m| match &**m {
-                AgentMessage::System(sys) => Some(sys),
-                _ => None,
-            });
-            let names: Vec<String> = s.tools.iter().map(|t| t.name().to_string()).collect();
-            (replay_sections(systems), names)
-        });
+        let messages = agent.with_state(|s| s.messages.clone());
+        self.system_patch_over(agent, &messages)
+    }
+
+    /// The system message patching the prompt `messages` declare into the one this session
+    /// renders now (its options and active tools), if they differ.
+    pub fn system_patch_over(
+        &self,
+        agent: &pi_agent::Agent,
+        messages: &[std::sync::Arc<AgentMessage>],
+    ) -> Option<pi_protocol::message::SystemMessage> {
+        let transcript_sections = replay_sections(messages.iter().filter_map(|m| match &**m {
+            AgentMessage::System(sys) => Some(sys),
+            _ => None,
+        }));
+        let tool_names: Vec<String> =
+            agent.with_state(|s| s.tools.iter().map(|t| t.name().to_string()).collect());
         let sections = match self.prompt_sections(agent, &tool_names) {
             Ok(s) => s,
             Err(e) => {

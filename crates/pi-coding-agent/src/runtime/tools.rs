@@ -204,13 +204,44 @@ impl ToolCatalog {
 
 impl Runtime {
     /// A built-in tool run for an extension (the tool factories of
-    /// `@earendil-works/pi-coding-agent`), in the cwd it was made for.
+    /// `@earendil-works/pi-coding-agent`), in the cwd it was made for. `env` is the whole
+    /// environment an extension's bash `spawnHook` returned; with `updateId` the tool's
+    /// progress goes back to the host (`builtin_update`), to the `onUpdate` the extension gave.
     pub(crate) async fn run_builtin_tool(&self, params: &Value) -> Result<Value, String> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or("");
         let mut config = (*self.core.tools.config).clone();
         if let Some(cwd) = params.get("cwd").and_then(Value::as_str) {
             config.cwd = cwd.into();
         }
+        if let Some(env) = params.get("env").and_then(Value::as_object) {
+            let vars = env
+                .iter()
+                .filter_map(|(k, v)| Some((k.into(), v.as_str()?.into())))
+                .collect();
+            config.base_env = Some(vars);
+            config.base_env_is_final = true;
+        }
+        // An extension's custom operations: the host runs each one for the tool.
+        if let (Some(id), Some(host)) = (
+            params.get("operationsId").cloned().filter(|v| !v.is_null()),
+            self.core.ext.host().cloned(),
+        ) {
+            config.operations = Some(Arc::new(
+                crate::extensions::operations::HostOperations::new(host, id),
+            ));
+        }
+        let updates: pi_agent::ToolUpdateSink = match (
+            params.get("updateId").cloned().filter(|v| !v.is_null()),
+            self.core.ext.host().cloned(),
+        ) {
+            (Some(update_id), Some(host)) => Arc::new(move |partial| {
+                let mut message = serde_json::Map::new();
+                message.insert("updateId".into(), update_id.clone());
+                message.insert("partialResult".into(), json!(partial));
+                host.notify("builtin_update", message);
+            }),
+            _ => Arc::new(|_| {}),
+        };
         let tool = pi_tools::build_tool(name, &Arc::new(config)).map_err(|e| e.to_string())?;
         let args = match params.get("params") {
             Some(Value::Object(map)) => map.clone(),
@@ -226,7 +257,7 @@ impl Runtime {
                     .to_string(),
                 args,
                 cancel: tokio_util::sync::CancellationToken::new(),
-                updates: Arc::new(|_| {}),
+                updates,
             })
             .await
             .map_err(|e| e.0)?;

@@ -144,11 +144,17 @@ export function createExtensionAPI(extension, runtime) {
 		sendUserMessage(content, options) {
 			assertActive();
 			bound();
-			callAsync("send_user_message", {
-				content,
-				deliverAs: options?.deliverAs,
-				expandPromptTemplates: options?.expandPromptTemplates,
-			}).catch(reportAsync("send_user_message"));
+			// Pi starts the prompt a tick later: what the caller does synchronously after this
+			// call (a notify) reaches the client before the message is queued.
+			Promise.resolve()
+				.then(() =>
+					callAsync("send_user_message", {
+						content,
+						deliverAs: options?.deliverAs,
+						expandPromptTemplates: options?.expandPromptTemplates,
+					}),
+				)
+				.catch(reportAsync("send_user_message"));
 		},
 		appendEntry(customType, data) {
 			assertActive();

@@ -1,6 +1,7 @@
 // The runner: dispatches one event to every handler (load order, then registration order, each
 // awaited) and composes the results the way Pi's ExtensionRunner does. The value returned is what
 // PROTOCOL.md's "Events" table promises pi.
+import { registerCommandOperations } from "../modules/builtin-tools.mjs";
 import { cloneContext, createContext } from "./context.mjs";
 import { getCurrentSystemMessage } from "./transcript.mjs";
 import { callSync, errorMessage, host, normalizePromptOptions, piFunction } from "./state.mjs";
@@ -333,7 +334,8 @@ async function emitUserBash(runtime, event) {
 						"Invalid user_bash handler result: return undefined for local execution or exactly one valid { operations } or { result } object",
 					);
 				}
-				return result.operations ? { operations: true } : { result: result.result };
+				if (result.operations) return { operationsId: registerCommandOperations(result.operations) };
+				return { result: result.result };
 			} catch (error) {
 				report(runtime, ext, "user_bash", error);
 				throw error; // pi fails the bash command with it

@@ -84,9 +84,9 @@ export function createModelRegistryFacade() {
 				return undefined;
 			}
 		},
-		complete: (model, context, options) => remoteComplete(model, context, options),
-		stream: (model, context, options) => remoteStream(model, context, options),
-		streamSimple: (model, context, options) => remoteStream(model, context, options),
+		complete: (model, context, options) => remoteComplete(model, context, options, false),
+		stream: (model, context, options) => remoteStream(model, context, options, false),
+		streamSimple: (model, context, options) => remoteStream(model, context, options, true),
 		classify: async () => unsupported("classify")(),
 		generateImages: async () => unsupported("generateImages")(),
 		registerProvider: unsupported("registerProvider"),

@@ -1,4 +1,5 @@
 // Serves pi's requests and notifications (PROTOCOL.md "Requests pi → host").
+import { abortBuiltinOperation, handleBuiltinUpdate, runBuiltinOperation } from "../modules/builtin-tools.mjs";
 import { createCommandContext, createToolContext } from "./context.mjs";
 import { emitEvent } from "./dispatch.mjs";
 import { handleStreamEvent } from "./llm.mjs";
@@ -14,11 +15,17 @@ function requireRuntime() {
 	return host.runtime;
 }
 
+const TOOL_RESULT_KEYS = ["content", "details", "isError", "terminate", "structuredContent", "usage"];
+
+/** The tool's result as pi needs it, in the tool's own key order (Pi passes the object on). */
 function toolResultValue(result) {
-	const value = { content: result?.content ?? [], details: result?.details };
-	for (const key of ["isError", "terminate", "structuredContent", "usage"]) {
-		if (result?.[key] !== undefined) value[key] = result[key];
+	const value = {};
+	if (result && typeof result === "object") {
+		for (const key of Object.keys(result)) {
+			if (TOOL_RESULT_KEYS.includes(key) && result[key] !== undefined) value[key] = result[key];
+		}
 	}
+	if (value.content === undefined) return { content: [], ...value };
 	return value;
 }
 
@@ -86,6 +93,7 @@ const REQUESTS = {
 	prepare_args: prepareArgs,
 	tool: runTool,
 	provider_stream: (msg) => runProviderStream(requireRuntime(), msg),
+	builtin_op: (msg) => runBuiltinOperation(msg),
 };
 
 const NOTIFICATIONS = {
@@ -93,6 +101,8 @@ const NOTIFICATIONS = {
 	tool_abort: ({ toolCallId }) => toolControllers.get(toolCallId)?.abort(),
 	stream_abort: ({ streamId }) => abortProviderStream(streamId),
 	stream_event: (msg) => handleStreamEvent(msg),
+	builtin_update: (msg) => handleBuiltinUpdate(msg),
+	op_abort: (msg) => abortBuiltinOperation(msg),
 	run: ({ active }) => {
 		if (active) {
 			host.run = new AbortController();

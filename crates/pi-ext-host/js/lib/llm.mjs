@@ -132,20 +132,22 @@ export function handleStreamEvent({ streamId, event }) {
 	remoteStreams.get(streamId)?.push(event);
 }
 
-export function remoteComplete(model, context, options) {
+/** `simple`: Pi's completeSimple/streamSimple (a `reasoning` level), else provider options. */
+export function remoteComplete(model, context, options, simple = true) {
 	return callAsync("complete", {
 		provider: model?.provider,
 		id: model?.id,
 		context,
 		options: plainOptions(options),
+		simple,
 	});
 }
 
-export function remoteStream(model, context, options) {
+export function remoteStream(model, context, options, simple = true) {
 	const stream = new AssistantMessageEventStream();
 	const streamId = randomUUID();
 	remoteStreams.set(streamId, stream);
-	callAsync("stream", { streamId, provider: model?.provider, id: model?.id, context, options: plainOptions(options) })
+	callAsync("stream", { streamId, provider: model?.provider, id: model?.id, context, options: plainOptions(options), simple })
 		.catch((error) => {
 			if (!stream.done) {
 				stream.push({ type: "error", reason: "error", error: errorAssistantMessage(model, error.message) });

@@ -176,9 +176,21 @@ function prepareEditArguments(input) {
 	return { ...rest, edits };
 }
 
+/** Pi's getShellEnv(): this process's environment with `<agentDir>/bin` first on PATH. */
+function shellEnv() {
+	const env = { ...process.env };
+	const binDir = path.join(host.config.agentDir ?? "", "bin");
+	const pathKey = Object.keys(env).find((key) => key.toLowerCase() === "path") ?? "PATH";
+	const current = env[pathKey] ?? "";
+	if (host.config.agentDir && !current.split(path.delimiter).filter(Boolean).includes(binDir)) {
+		env[pathKey] = [binDir, current].filter(Boolean).join(path.delimiter);
+	}
+	return env;
+}
+
 /** The bash spawn context an extension's spawnHook may rewrite (command, cwd, env). */
 function spawnContext(command, cwd, options, ctx) {
-	const env = { ...process.env };
+	const env = shellEnv();
 	for (const key of ["PI_EXT_HOST", "PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL"]) {
 		delete env[key];
 	}
@@ -195,11 +207,95 @@ function spawnContext(command, cwd, options, ctx) {
 	return options.spawnHook({ command, cwd, env });
 }
 
-function createExecute(name, cwd, options) {
-	return async (toolCallId, params, signal, _onUpdate, ctx) => {
-		if (options?.operations) {
-			throw new Error(`${name}: custom operations are not supported by the pi extension host`);
+// The onUpdate callbacks of built-in tool runs in progress, by the id pi reports progress under.
+const builtinUpdates = new Map();
+let nextUpdateId = 1;
+
+/** pi's `builtin_update` notification: progress of a built-in tool run, for its onUpdate. */
+export function handleBuiltinUpdate({ updateId, partialResult }) {
+	builtinUpdates.get(updateId)?.(partialResult);
+}
+
+// Custom `operations` of built-in tool runs in progress: pi's tool asks the host to run each one
+// (`builtin_op`), by the id it got with `run_builtin_tool`.
+const runOperations = new Map();
+let nextOperationsId = 1;
+// AbortControllers of commands running through operations, for pi's `op_abort`.
+const execControllers = new Map();
+
+/** What an operation threw, as pi reports it to the tool: message, code (if any), String(error). */
+function thrown(error) {
+	const message = error instanceof Error ? error.message : String(error);
+	const code = error && typeof error === "object" && "code" in error && error.code != null ? String(error.code) : undefined;
+	return { error: { message, code, text: String(error) } };
+}
+
+// Operations a user_bash handler returned: they serve one command, then they are dropped.
+const singleCommandOperations = new Set();
+
+/** Keeps `ops` for a user_bash command run through them; returns the id pi refers to them by. */
+export function registerCommandOperations(ops) {
+	const id = nextOperationsId++;
+	runOperations.set(id, ops);
+	singleCommandOperations.add(id);
+	return id;
+}
+
+/** pi's `builtin_op` request: one operation of a tool running with custom operations. */
+export async function runBuiltinOperation(msg) {
+	const ops = runOperations.get(msg.operationsId);
+	if (!ops) throw new Error("The tool's operations are gone");
+	if (msg.op === "exec" && singleCommandOperations.delete(msg.operationsId)) {
+		runOperations.delete(msg.operationsId);
+	}
+	try {
+		switch (msg.op) {
+			case "access":
+				await ops.access(msg.path);
+				return { value: null };
+			case "readFile": {
+				const data = await ops.readFile(msg.path);
+				return { value: Buffer.from(data).toString("base64") };
+			}
+			case "detectImageMimeType":
+				return { value: ops.detectImageMimeType ? ((await ops.detectImageMimeType(msg.path)) ?? null) : null };
+			case "writeFile":
+				await ops.writeFile(msg.path, msg.content);
+				return { value: null };
+			case "mkdir":
+				await ops.mkdir(msg.path);
+				return { value: null };
+			case "exec": {
+				const controller = new AbortController();
+				execControllers.set(msg.execId, controller);
+				try {
+					const result = await ops.exec(msg.command, msg.cwd, {
+						onData: (chunk) =>
+							host.channel.notify("op_data", { execId: msg.execId, data: Buffer.from(chunk).toString("base64") }),
+						signal: controller.signal,
+						timeout: msg.timeout ?? undefined,
+						env: msg.env,
+					});
+					return { value: { exitCode: result?.exitCode ?? null } };
+				} finally {
+					execControllers.delete(msg.execId);
+				}
+			}
+			default:
+				throw new Error(`Unknown operation: ${msg.op}`);
 		}
+	} catch (error) {
+		return thrown(error);
+	}
+}
+
+/** pi's `op_abort`: the tool running a command through operations was aborted. */
+export function abortBuiltinOperation({ execId }) {
+	execControllers.get(execId)?.abort();
+}
+
+function createExecute(name, cwd, options) {
+	return async (toolCallId, params, signal, onUpdate, ctx) => {
 		if (signal?.aborted) throw new Error("Operation aborted");
 		let args = params;
 		let runCwd = ctx?.cwd || cwd;
@@ -214,7 +310,23 @@ function createExecute(name, cwd, options) {
 			}
 			args = { ...params, command };
 		}
-		return callAsync("run_builtin_tool", { name, cwd: runCwd, params: args, toolCallId, env });
+		const request = { name, cwd: runCwd, params: args, toolCallId, env };
+		const operationsId = options?.operations ? nextOperationsId++ : undefined;
+		if (operationsId !== undefined) {
+			runOperations.set(operationsId, options.operations);
+			request.operationsId = operationsId;
+		}
+		const updateId = typeof onUpdate === "function" ? nextUpdateId++ : undefined;
+		if (updateId !== undefined) {
+			builtinUpdates.set(updateId, onUpdate);
+			request.updateId = updateId;
+		}
+		try {
+			return await callAsync("run_builtin_tool", request);
+		} finally {
+			if (updateId !== undefined) builtinUpdates.delete(updateId);
+			if (operationsId !== undefined) runOperations.delete(operationsId);
+		}
 	};
 }
 

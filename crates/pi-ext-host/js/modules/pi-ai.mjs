@@ -134,7 +134,7 @@ export const registerBuiltInApiProviders = () => {};
 
 export function stream(model, context, options) {
 	const local = apiProviders.get(model?.api);
-	return local?.stream ? local.stream(model, context, options) : remoteStream(model, context, options);
+	return local?.stream ? local.stream(model, context, options) : remoteStream(model, context, options, false);
 }
 
 export function streamSimple(model, context, options) {
@@ -145,7 +145,7 @@ export function streamSimple(model, context, options) {
 export async function complete(model, context, options) {
 	const local = apiProviders.get(model?.api);
 	if (local?.stream) return local.stream(model, context, options).result();
-	return remoteComplete(model, context, options);
+	return remoteComplete(model, context, options, false);
 }
 
 export async function completeSimple(model, context, options) {

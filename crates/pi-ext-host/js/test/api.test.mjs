@@ -225,8 +225,11 @@ describe("pi API", () => {
 			id: "claude-x",
 			context: { messages: [] },
 			options: { maxTokens: 5 },
+			// pi-ai's complete takes provider options; the *Simple calls a reasoning level.
+			simple: false,
 		});
 		assert.equal(pi.callsOf("stream").at(-1).options.reasoning, "low");
+		assert.equal(pi.callsOf("stream").at(-1).simple, true);
 	});
 
 	it("provider_stream: runs the JS streamSimple, relays events, runs the payload hook here", async () => {

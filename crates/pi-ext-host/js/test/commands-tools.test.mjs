@@ -53,6 +53,23 @@ describe("commands and tools", () => {
 					pi.registerTool(createReadToolDefinition(process.cwd()));
 					const bash = createBashTool("/somewhere", { commandPrefix: "set -e", spawnHook: (c) => ({ ...c, command: c.command + " # hooked", env: { ONLY: "1" } }) });
 					pi.registerTool({ ...bash, name: "mybash", label: "mybash", execute: (id, params, signal, onUpdate, ctx) => bash.execute(id, params, signal, onUpdate) });
+					const files = { "/r/a.txt": "remote text" };
+					const remoteBash = createBashTool("/r", {
+						operations: {
+							exec: async (command, cwd, { onData }) => {
+								onData(Buffer.from("ran " + command + " in " + cwd));
+								return { exitCode: 7 };
+							},
+						},
+					});
+					pi.registerTool({ ...remoteBash, name: "rbash", label: "rbash" });
+					const remoteRead = createReadToolDefinition("/r", {
+						operations: {
+							access: async (p) => { if (!(p in files)) { const e = new Error("no " + p); e.code = "ENOENT"; throw e; } },
+							readFile: async (p) => Buffer.from(files[p]),
+						},
+					});
+					pi.registerTool({ ...remoteRead, name: "rread", label: "rread" });
 				}`,
 		});
 		pi = await FakePi.start({ cwd: dir });
@@ -137,12 +154,65 @@ describe("commands and tools", () => {
 		assert.equal(read.promptSnippet, "Read file contents");
 		assert.deepEqual(read.constrainedSampling, { type: "json_schema", strict: "prefer" });
 		const value = await pi.ask("tool", { tool: "read", toolCallId: "r1", params: { path: "x" }, ctx: {} });
-		assert.deepEqual(value.details.params, { name: "read", cwd: dir, params: { path: "x" }, toolCallId: "r1" });
+		// The tool's own onUpdate was passed on: pi reports progress under updateId.
+		const { updateId, ...request } = value.details.params;
+		assert.equal(typeof updateId, "number");
+		assert.deepEqual(request, { name: "read", cwd: dir, params: { path: "x" }, toolCallId: "r1" });
 		await pi.ask("tool", { tool: "mybash", toolCallId: "b1", params: { command: "ls" }, ctx: {} });
 		const call = pi.callsOf("run_builtin_tool").at(-1);
 		assert.equal(call.name, "bash");
 		assert.equal(call.cwd, "/somewhere");
 		assert.equal(call.params.command, "set -e\nls # hooked");
 		assert.deepEqual(call.env, { ONLY: "1" });
+	});
+
+	it("custom operations: pi runs each one through builtin_op; exec output comes as op_data", async () => {
+		const answers = [];
+		pi.calls.async.run_builtin_tool = async (params) => {
+			assert.equal(typeof params.operationsId, "number");
+			const ask = (fields) => pi.ask("builtin_op", { operationsId: params.operationsId, ...fields });
+			if (params.name === "read") {
+				answers.push(await ask({ op: "access", path: "/r/a.txt" }));
+				answers.push(await ask({ op: "detectImageMimeType", path: "/r/a.txt" }));
+				answers.push(await ask({ op: "readFile", path: "/r/a.txt" }));
+				answers.push(await ask({ op: "access", path: "/r/missing" }));
+			} else {
+				answers.push(await ask({ op: "exec", execId: 9, command: "ls", cwd: "/r", timeout: null, env: {} }));
+			}
+			return { content: [{ type: "text", text: "ok" }] };
+		};
+		try {
+			await pi.ask("tool", { tool: "rread", toolCallId: "o1", params: { path: "a.txt" }, ctx: {} });
+			await pi.ask("tool", { tool: "rbash", toolCallId: "o2", params: { command: "ls" }, ctx: {} });
+			assert.deepEqual(answers, [
+				{ value: null },
+				{ value: null },
+				{ value: Buffer.from("remote text").toString("base64") },
+				{ error: { message: "no /r/missing", code: "ENOENT", text: "Error: no /r/missing" } },
+				{ value: { exitCode: 7 } },
+			]);
+			const data = pi.messages.filter((m) => m.type === "op_data" && m.execId === 9);
+			assert.deepEqual(
+				data.map((m) => Buffer.from(m.data, "base64").toString()),
+				["ran ls in /r"],
+			);
+		} finally {
+			delete pi.calls.async.run_builtin_tool;
+		}
+	});
+
+	it("builtin_update notifications reach the onUpdate the extension passed, before the result", async () => {
+		pi.calls.async.run_builtin_tool = (params) => {
+			pi.notify("builtin_update", { updateId: params.updateId, partialResult: { content: [{ type: "text", text: "half" }] } });
+			return { content: [{ type: "text", text: "done" }], details: {} };
+		};
+		try {
+			const value = await pi.ask("tool", { tool: "mybash", toolCallId: "b2", params: { command: "ls" }, ctx: {} });
+			assert.deepEqual(value.content, [{ type: "text", text: "done" }]);
+			const updates = pi.effects("tool_update").filter((u) => u.toolCallId === "b2");
+			assert.deepEqual(updates, [{ toolCallId: "b2", partialResult: { content: [{ type: "text", text: "half" }] } }]);
+		} finally {
+			delete pi.calls.async.run_builtin_tool;
+		}
 	});
 });

@@ -200,9 +200,10 @@ describe("events", () => {
 		assert.deepEqual(await pi.emit("user_bash", { command: "fake", excludeFromContext: false, cwd: dir }), {
 			result: { output: "faked", exitCode: 0, cancelled: false, truncated: false },
 		});
-		assert.deepEqual(await pi.emit("user_bash", { command: "ops", excludeFromContext: false, cwd: dir }), {
-			operations: true,
-		});
+		// The operations stay in the host; pi runs the command through them by this id.
+		const ops = await pi.emit("user_bash", { command: "ops", excludeFromContext: false, cwd: dir });
+		assert.deepEqual(Object.keys(ops), ["operationsId"]);
+		assert.equal(typeof ops.operationsId, "number");
 		assert.equal(await pi.emit("user_bash", { command: "local", excludeFromContext: false, cwd: dir }), null);
 		const invalid = await pi.request("emit", { event: "user_bash", payload: { command: "invalid" }, ctx: {} });
 		assert.equal(invalid.ok, false);

@@ -17,7 +17,9 @@ const USAGE: &str = "usage: conformance <record|replay|list> [options] [scenario
   -j <n>                  parallel scenarios
   --reference             replay: the agent is Pi itself (deviations compare with *.pi.golden)
   --keep                  keep sandboxes in the temp dir
-  --step-timeout <ms>     per wait step";
+  --step-timeout <ms>     per wait step
+  --cache-dir <dir>       XDG_CACHE_HOME shared by every run (our extension host installs
+                          itself there once instead of in each sandbox's cold ~/.cache)";
 
 struct Cli {
     command: String,
@@ -41,6 +43,7 @@ fn parse(args: Vec<String>) -> Result<Cli, String> {
     let mut package_dir = None;
     let mut root = PathBuf::from("conformance");
     let mut reference = false;
+    let mut cache_dir = None;
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
@@ -66,6 +69,10 @@ fn parse(args: Vec<String>) -> Result<Cli, String> {
             }
             "--reference" => reference = true,
             "--keep" => opts.run.keep = true,
+            "--cache-dir" => {
+                let p = PathBuf::from(value("--cache-dir")?);
+                cache_dir = Some(std::path::absolute(&p).unwrap_or(p).display().to_string());
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
             name => opts.names.push(name.trim_end_matches(".json").to_string()),
@@ -77,7 +84,7 @@ fn parse(args: Vec<String>) -> Result<Cli, String> {
         args: extra,
         path_env,
         package_dir,
-        cache_dir: None,
+        cache_dir,
     });
     Ok(Cli {
         command,

@@ -164,15 +164,37 @@ async fn run(
     let _turn = wait_turn(&absolute).await.map_err(ToolError::new)?;
     let check = || check_cancel(&invocation.cancel);
     check()?;
-    if let Err(err) = fs_error::access(&absolute, libc::R_OK | libc::W_OK) {
-        check()?;
-        return Err(ToolError::new(format!(
-            "Could not edit file: {path}. Error code: {}.",
-            fs_error::code(&err)
-        )));
+    let ops = config.operations.as_deref();
+    let failed = |e: crate::operations::OpError| ToolError::new(e.message);
+    match ops {
+        // An extension's operations: their error's code, else the error as text.
+        Some(ops) => {
+            if let Err(err) = ops.access(&absolute).await {
+                check()?;
+                let reason = match &err.code {
+                    Some(code) => format!("Error code: {code}"),
+                    None => err.text.clone(),
+                };
+                return Err(ToolError::new(format!(
+                    "Could not edit file: {path}. {reason}."
+                )));
+            }
+        }
+        None => {
+            if let Err(err) = fs_error::access(&absolute, libc::R_OK | libc::W_OK) {
+                check()?;
+                return Err(ToolError::new(format!(
+                    "Could not edit file: {path}. Error code: {}.",
+                    fs_error::code(&err)
+                )));
+            }
+        }
     }
     check()?;
-    let bytes = read_file(&absolute).await?;
+    let bytes = match ops {
+        Some(ops) => ops.read_file(&absolute).await.map_err(failed)?,
+        None => read_file(&absolute).await?,
+    };
     let raw = String::from_utf8_lossy(&bytes).into_owned();
     check()?;
     let (bom, content) = match raw.strip_prefix('\u{feff}') {
@@ -194,9 +216,15 @@ async fn run(
         apply_to_original(content, &applied.replacements)
     };
     let final_content = format!("{bom}{body}");
-    tokio::fs::write(&absolute, final_content.as_bytes())
-        .await
-        .map_err(|e| ToolError::new(fs_error::with_path(&e, "open", &absolute)))?;
+    match ops {
+        Some(ops) => ops
+            .write_file(&absolute, &final_content)
+            .await
+            .map_err(failed)?,
+        None => tokio::fs::write(&absolute, final_content.as_bytes())
+            .await
+            .map_err(|e| ToolError::new(fs_error::with_path(&e, "open", &absolute)))?,
+    }
     check()?;
     let mut details = Map::new();
     details.insert("diff".into(), Value::String(diff.diff));

@@ -6,6 +6,7 @@ pub mod lines;
 use crate::config::ToolsConfig;
 use crate::fs_error;
 use crate::image::{Processed, SNIFF_BYTES, detect_mime, process_image};
+use crate::operations::{OpError, ToolOperations, block_on};
 use crate::paths::resolve_read_path;
 use crate::tool_util::{aborted, declaration, num_arg, prop, str_arg, text_block};
 use crate::truncate::{
@@ -91,13 +92,18 @@ fn read(
     let offset = num_arg(args, "offset");
     let limit = num_arg(args, "limit");
     let absolute = resolve_read_path(path, &config.cwd);
-    fs_error::access(&absolute, libc::R_OK)
-        .map_err(|e| ToolError::new(fs_error::with_path(&e, "access", &absolute)))?;
-    let (content, details) = match sniff(&absolute)? {
-        Some(mime) => read_image(config, &absolute, mime)?,
+    let (content, details) = match &config.operations {
+        Some(ops) => read_through(ops.as_ref(), config, &absolute, path, offset, limit)?,
         None => {
-            let (block, details) = read_text(&absolute, path, offset, limit, cancel)?;
-            (vec![block], details)
+            fs_error::access(&absolute, libc::R_OK)
+                .map_err(|e| ToolError::new(fs_error::with_path(&e, "access", &absolute)))?;
+            match sniff(&absolute)? {
+                Some(mime) => read_image(config, &absolute, mime)?,
+                None => {
+                    let (block, details) = read_text(&absolute, path, offset, limit, cancel)?;
+                    (vec![block], details)
+                }
+            }
         }
     };
     if cancel.is_cancelled() {
@@ -130,6 +136,33 @@ fn structured_output(content: &[UserBlock]) -> Value {
     }
 }
 
+/// Through an extension's operations: access, the image type if they can tell, then the whole
+/// file (Pi's read with custom `ReadOperations`); their errors are the tool's.
+fn read_through(
+    ops: &dyn ToolOperations,
+    config: &ToolsConfig,
+    absolute: &Path,
+    given: &str,
+    offset: Option<f64>,
+    limit: Option<f64>,
+) -> Result<(Vec<UserBlock>, Option<Value>), ToolError> {
+    let failed = |e: OpError| ToolError::new(e.message);
+    block_on(ops.access(absolute)).map_err(failed)?;
+    match block_on(ops.detect_image_mime(absolute)).map_err(failed)? {
+        Some(mime) => {
+            let bytes = block_on(ops.read_file(absolute)).map_err(failed)?;
+            image_blocks(config, &bytes, &mime)
+        }
+        None => {
+            let bytes = block_on(ops.read_file(absolute)).map_err(failed)?;
+            let start = start_line(offset);
+            let selection = select_bytes(&bytes, start, limit);
+            let (block, details) = text_from(selection, given, offset, start, limit)?;
+            Ok((vec![block], details))
+        }
+    }
+}
+
 fn read_image(
     config: &ToolsConfig,
     path: &Path,
@@ -139,9 +172,17 @@ fn read_image(
         Some(libc::EISDIR) => read_error(&e),
         _ => open_error(&e, path),
     })?;
+    image_blocks(config, &bytes, mime)
+}
+
+fn image_blocks(
+    config: &ToolsConfig,
+    bytes: &[u8],
+    mime: &str,
+) -> Result<(Vec<UserBlock>, Option<Value>), ToolError> {
     let session = config.session.get();
     let limits = session.image_limits.unwrap_or_default();
-    match process_image(&bytes, mime, config.auto_resize_images, &limits) {
+    match process_image(bytes, mime, config.auto_resize_images, &limits) {
         Processed::Omitted(message) => Ok((
             vec![text_block(format!("Read image file [{mime}]\n{message}"))],
             None,
@@ -193,7 +234,12 @@ fn select_whole(path: &Path, start: f64, limit: Option<f64>) -> Result<Selection
         Some(libc::EISDIR) => read_error(&e),
         _ => open_error(&e, path),
     })?;
-    let text = String::from_utf8_lossy(&bytes);
+    Ok(select_bytes(&bytes, start, limit))
+}
+
+/// [`select_whole`] over bytes already read.
+fn select_bytes(bytes: &[u8], start: f64, limit: Option<f64>) -> Selection {
+    let text = String::from_utf8_lossy(bytes);
     let all: Vec<&str> = text.split('\n').collect();
     let from = slice_index(start, all.len());
     let to = match limit {
@@ -211,11 +257,11 @@ fn select_whole(path: &Path, start: f64, limit: Option<f64>) -> Result<Selection
     } else {
         0
     };
-    Ok(Selection {
+    Selection {
         total_file_lines: all.len(),
         truncation,
         first_line_bytes,
-    })
+    }
 }
 
 fn read_text(
@@ -225,11 +271,7 @@ fn read_text(
     limit: Option<f64>,
     cancel: &CancellationToken,
 ) -> Result<(UserBlock, Option<Value>), ToolError> {
-    // `offset` is 1-based; 0 or absent means the start.
-    let start = match offset {
-        Some(o) if o != 0.0 && !o.is_nan() => (o - 1.0).max(0.0),
-        _ => 0.0,
-    };
+    let start = start_line(offset);
     let selection = if streamable(offset, limit) {
         let file = std::fs::File::open(path).map_err(|e| open_error(&e, path))?;
         let limit = limit.map(|l| l.min(usize::MAX as f64) as usize);
@@ -242,6 +284,25 @@ fn read_text(
     } else {
         select_whole(path, start, limit)?
     };
+    text_from(selection, given, offset, start, limit)
+}
+
+/// The 0-based first line: `offset` is 1-based; 0 or absent means the start.
+fn start_line(offset: Option<f64>) -> f64 {
+    match offset {
+        Some(o) if o != 0.0 && !o.is_nan() => (o - 1.0).max(0.0),
+        _ => 0.0,
+    }
+}
+
+/// The text block and details of a selection (the offset checked against the file).
+fn text_from(
+    selection: Selection,
+    given: &str,
+    offset: Option<f64>,
+    start: f64,
+    limit: Option<f64>,
+) -> Result<(UserBlock, Option<Value>), ToolError> {
     let total = selection.total_file_lines as f64;
     if start >= total {
         return Err(ToolError::new(format!(

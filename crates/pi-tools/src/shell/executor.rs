@@ -28,6 +28,9 @@ pub struct BashRequest {
     pub bin_dir: PathBuf,
     /// `None`: this process's environment.
     pub base_env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// An extension's `BashOperations` (from `user_bash`) run the command instead of the
+    /// local shell; they get the prefixed command and the cwd, nothing else.
+    pub operations: Option<std::sync::Arc<dyn crate::operations::ToolOperations>>,
 }
 
 /// Runs the command; every non-empty sanitized chunk goes to `on_delta` (the caller emits
@@ -83,6 +86,9 @@ async fn run(
     if cancel.is_cancelled() {
         return Err("aborted".to_string());
     }
+    if let Some(ops) = &request.operations {
+        return run_through(ops.as_ref(), request, cancel, state, on_delta).await;
+    }
     let shell = resolve_shell(request.shell_path.as_deref())?;
     if std::fs::metadata(&request.cwd).is_err() {
         return Err(format!(
@@ -108,6 +114,35 @@ async fn run(
             ShellEvent::Finished(_) => return Err("aborted".to_string()),
         }
     }
+}
+
+/// Through an extension's operations; what they throw fails the command (unless aborted).
+async fn run_through(
+    ops: &dyn crate::operations::ToolOperations,
+    request: &BashRequest,
+    cancel: &CancellationToken,
+    state: &mut ExecutorOutput,
+    on_delta: &mut impl FnMut(&str),
+) -> Result<Option<i32>, String> {
+    use crate::operations::{ExecEvent, ExecRequest};
+    let command = match &request.command_prefix {
+        Some(prefix) if !prefix.is_empty() => format!("{prefix}\n{}", request.command),
+        _ => request.command.clone(),
+    };
+    let mut events = ops.exec(ExecRequest {
+        command,
+        cwd: request.cwd.clone(),
+        timeout: None,
+        env: None,
+        cancel: cancel.clone(),
+    });
+    while let Some(event) = events.recv().await {
+        match event {
+            ExecEvent::Data(bytes) => state.on_data(&bytes, on_delta),
+            ExecEvent::Done(result) => return result.map_err(|e| e.message),
+        }
+    }
+    Err("aborted".to_string())
 }
 
 /// Output bookkeeping of one execution.
