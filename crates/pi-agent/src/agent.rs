@@ -133,6 +133,18 @@ pub trait RunHooks: Send + Sync {
         })
     }
 
+    /// The model one request goes to (Pi's `prepareRequest` under a virtual model): `None`
+    /// sends it to `model`; `Some(Ok(..))` to the model and thinking level a router chose;
+    /// `Some(Err(text))` fails the response with `text` before anything is sent.
+    fn route_request<'a>(
+        &'a self,
+        _model: &'a Model,
+        _reasoning: Option<ThinkingLevel>,
+        _context: &'a [Arc<AgentMessage>],
+    ) -> BoxFuture<'a, Option<Result<Route, String>>> {
+        Box::pin(async { None })
+    }
+
     /// A response failed before anything streamed; `true` when its credential was rejected
     /// and has been renewed, so the request is worth making once more.
     fn credentials_rejected<'a>(
@@ -143,6 +155,9 @@ pub trait RunHooks: Send + Sync {
         Box::pin(async { false })
     }
 }
+
+/// Where a routed request goes: the model and its thinking level (`None`: off).
+pub type Route = (Model, Option<ThinkingLevel>);
 
 /// A request's credential as the provider adapter takes it.
 ///

@@ -21,6 +21,9 @@ pub(crate) struct RunState {
     pub model: Model,
     /// `None` means thinking off.
     pub reasoning: Option<ThinkingLevel>,
+    /// A request could not be prepared (a virtual model's routing failed): the run ends as
+    /// one that threw, its `agent_end` naming only the failure message.
+    pub threw: bool,
 }
 
 /// Runs the loop. `prompts` are new messages to start with; `None` continues from the context.
@@ -37,6 +40,7 @@ pub(crate) async fn run(
         context,
         model,
         reasoning: (level != ThinkingLevel::Off).then_some(level),
+        threw: false,
     };
     let mut new_messages: Vec<AgentMessage> = Vec::new();
     agent.emit(AgentEvent::AgentStart).await;
@@ -52,6 +56,9 @@ pub(crate) async fn run(
         skip_first_steering_poll,
     )
     .await;
+    if st.threw {
+        new_messages = new_messages.split_off(new_messages.len().saturating_sub(1));
+    }
     agent
         .emit(AgentEvent::AgentEnd {
             messages: new_messages,
@@ -199,10 +206,25 @@ async fn stream_assistant_response(
         .transform_context(st.context.clone())
         .await;
     let llm_messages = (agent.config.convert_to_llm)(&context);
+    // A virtual model is routed for this request only; the selection stays in the state.
+    let routed = agent
+        .config
+        .hooks
+        .route_request(&st.model, st.reasoning, &context)
+        .await;
+    let (model, reasoning, route_error) = match routed {
+        None => (st.model.clone(), st.reasoning, None),
+        Some(Ok((model, reasoning))) => (model, reasoning, None),
+        Some(Err(text)) => (st.model.clone(), st.reasoning, Some(text)),
+    };
+    st.threw = route_error.is_some();
     let mut attempt = 0;
     let (mut final_message, started) = loop {
         attempt += 1;
-        let (message, started) = request_once(agent, st, cancel, llm_messages.clone()).await;
+        let (message, started) = match &route_error {
+            Some(text) => (route_failure(&model, text.clone()), false),
+            None => request_once(agent, &model, reasoning, cancel, llm_messages.clone()).await,
+        };
         // A subscription token the provider rejected before anything streamed is refreshed
         // once and the request made again.
         let rejected = attempt == 1
@@ -212,15 +234,18 @@ async fn stream_assistant_response(
             && agent
                 .config
                 .hooks
-                .credentials_rejected(&st.model, &message)
+                .credentials_rejected(&model, &message)
                 .await;
         if !rejected {
             break (message, started);
         }
     };
-    let requested = st.reasoning.unwrap_or(ThinkingLevel::Off);
-    // Pi records the requested level on the message, whichever provider answered.
-    final_message.thinking_level = Some(requested);
+    let requested = reasoning.unwrap_or(ThinkingLevel::Off);
+    // Pi records the requested level on the message, whichever provider answered (not on the
+    // failure of a request that could not be prepared).
+    if route_error.is_none() {
+        final_message.thinking_level = Some(requested);
+    }
     if !started {
         agent
             .emit(AgentEvent::MessageStart {
@@ -238,23 +263,48 @@ async fn stream_assistant_response(
     final_message
 }
 
-/// One request: resolves the credential, streams the response (emitting `message_start` and
-/// updates once it starts); the final message and whether it started.
+/// A routing failure: the run's failure message (an empty text block, the error; no duration),
+/// as the agent loop writes it when preparing a request throws.
+fn route_failure(model: &Model, text: String) -> AssistantMessage {
+    let mut m = AssistantMessage::new(
+        &model.api,
+        &model.provider,
+        &model.id,
+        StopReason::Error,
+        now_ms(),
+    );
+    m.content = vec![pi_protocol::content::AssistantBlock::Text(
+        pi_protocol::content::TextContent::new(""),
+    )];
+    m.error_message = Some(text);
+    m.rest
+        .set_order(pi_protocol::record::KeyOrder::Recorded(Arc::from(
+            AssistantMessage::FAILURE_ORDER
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>(),
+        )));
+    m
+}
+
+/// One request to `model`: resolves the credential, streams the response (emitting
+/// `message_start` and updates once it starts); the final message and whether it started.
 async fn request_once(
     agent: &Agent,
-    st: &RunState,
+    model: &Model,
+    reasoning: Option<ThinkingLevel>,
     cancel: &CancellationToken,
     llm_messages: Vec<Arc<AgentMessage>>,
 ) -> (AssistantMessage, bool) {
     let started_at = std::time::Instant::now();
-    let credentials = agent.config.hooks.request_credentials(&st.model).await;
+    let credentials = agent.config.hooks.request_credentials(model).await;
     let mut stream = match credentials {
         Ok(creds) => {
             let options = StreamOptions {
                 api_key: creds.api_key,
                 headers: creds.headers,
                 env: creds.env,
-                reasoning: st.reasoning,
+                reasoning,
                 max_tokens: agent.config.max_tokens,
                 session_id: agent.config.session_id.clone(),
                 cancel: cancel.child_token(),
@@ -263,11 +313,11 @@ async fn request_once(
             };
             let request_model = match creds.base_url {
                 Some(url) => {
-                    let mut m = st.model.clone();
+                    let mut m = model.clone();
                     m.base_url = url;
                     m
                 }
-                None => st.model.clone(),
+                None => model.clone(),
             };
             (agent.config.stream_fn)(
                 &request_model,
@@ -280,7 +330,7 @@ async fn request_once(
         // The credential could not be resolved (a refresh failed): the response fails before
         // anything is sent, as Pi's request setup does.
         Err(text) => pi_ai::AssistantStream::immediate(pi_ai::request::setup_error(
-            &st.model,
+            model,
             text,
             started_at,
             now_ms(),
@@ -307,7 +357,7 @@ async fn request_once(
                         .await;
                 }
             }
-            None => break vanished_stream_message(&st.model, cancel.is_cancelled()),
+            None => break vanished_stream_message(model, cancel.is_cancelled()),
         }
     };
     (message, started)

@@ -48,6 +48,7 @@ mod scope;
 mod selection;
 mod store;
 mod thinking;
+mod virtual_models;
 
 pub use auth_json::ensure_agent_files;
 pub use config_value::resolve_config_value;
@@ -71,3 +72,4 @@ pub use selection::{
 pub use thinking::{
     clamp_thinking, clamp_thinking_str, next_thinking_level, supported_thinking_levels,
 };
+pub use virtual_models::{VIRTUAL_MODEL_API, is_virtual};

@@ -71,9 +71,25 @@ pub(crate) struct ProviderEntry {
     /// The `models.json` entry, kept only when it composed without error.
     pub config: Option<ProviderConfig>,
     models: Models,
+    /// Only virtual models: configured without credentials.
+    pub virtual_only: bool,
 }
 
 impl ProviderEntry {
+    /// The provider with `virtual_models` of its own listed after its physical ones; a
+    /// physical chat model with a virtual one's id is hidden.
+    fn with_virtual(&mut self, virtual_models: &[Arc<Model>]) {
+        let ids: Vec<&str> = virtual_models.iter().map(|m| m.id.as_str()).collect();
+        let mut models: Vec<Arc<Model>> = self
+            .models()
+            .iter()
+            .filter(|m| !super::virtual_models::is_virtual(m) && !ids.contains(&m.id.as_str()))
+            .cloned()
+            .collect();
+        models.extend(virtual_models.iter().cloned());
+        self.models = Models::Built(models.into());
+    }
+
     /// Whether the provider has a model (every built-in provider has).
     fn has_models(&self) -> bool {
         match &self.models {
@@ -117,6 +133,8 @@ pub struct ModelRegistry {
     store: ModelsStore,
     /// Extension registrations (merged per provider), in registration order.
     pub(crate) extensions: Vec<(String, JsObject)>,
+    /// Virtual models extensions registered, in registration order.
+    pub(crate) virtual_models: Vec<Arc<Model>>,
     /// `<agent-dir>/auth.json`, where OAuth refreshes are written back.
     pub(crate) auth_path: PathBuf,
 }
@@ -160,6 +178,7 @@ impl ModelRegistry {
             local: options.local,
             store: ModelsStore::load(&dir.join("models-store.json")),
             extensions: Vec::new(),
+            virtual_models: Vec::new(),
             auth_path: dir.join("auth.json"),
         };
         if let Some(e) = &registry.config.error {
@@ -186,6 +205,7 @@ impl ModelRegistry {
         let store = std::mem::take(&mut self.store);
         self.build_providers_from(&store);
         self.store = store;
+        self.attach_virtual_models();
     }
 
     fn build_providers_from(&mut self, store: &ModelsStore) {
@@ -326,6 +346,7 @@ impl ModelRegistry {
                     builtin,
                     config: None,
                     models,
+                    virtual_only: false,
                 });
             }
             return;
@@ -356,6 +377,7 @@ impl ModelRegistry {
                     builtin,
                     config: Some(cfg),
                     models: Models::Built(models.into()),
+                    virtual_only: false,
                 });
             }
             Err(message) => {
@@ -370,8 +392,38 @@ impl ModelRegistry {
                         builtin,
                         config: None,
                         models,
+                        virtual_only: false,
                     });
                 }
+            }
+        }
+    }
+
+    /// Lists the virtual models under their providers (a new provider for one that has none).
+    fn attach_virtual_models(&mut self) {
+        let vms = self.virtual_models.clone();
+        let mut providers: Vec<String> = Vec::new();
+        for m in &vms {
+            if !providers.contains(&m.provider) {
+                providers.push(m.provider.clone());
+            }
+        }
+        for provider in providers {
+            let own: Vec<Arc<Model>> = vms
+                .iter()
+                .filter(|m| m.provider == provider)
+                .cloned()
+                .collect();
+            match self.providers.iter_mut().find(|p| p.id == provider) {
+                Some(entry) => entry.with_virtual(&own),
+                None => self.providers.push(ProviderEntry {
+                    id: provider.clone(),
+                    name: provider,
+                    builtin: None,
+                    config: None,
+                    models: Models::Built(own.into()),
+                    virtual_only: true,
+                }),
             }
         }
     }
@@ -418,6 +470,12 @@ impl ModelRegistry {
         let mut configured = Vec::new();
         let mut available = Vec::new();
         for entry in &self.providers {
+            // A provider of only virtual models needs no credentials.
+            if entry.virtual_only {
+                configured.push(entry.id.clone());
+                available.extend(entry.models().iter().cloned());
+                continue;
+            }
             // No credentials: a local model is usable when its weights are on disk.
             if let Some(local) = self.local.as_ref().filter(|l| l.id == entry.id) {
                 let runnable: Vec<Arc<Model>> = entry

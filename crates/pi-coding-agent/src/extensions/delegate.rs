@@ -138,6 +138,18 @@ impl Delegate for HostDelegate {
                     rt.core.ext.route_streams(&registry);
                     Ok(Value::Null)
                 }
+                "register_virtual_model" => {
+                    let definition = params.get("definition").cloned().unwrap_or(Value::Null);
+                    let mut registry = lock(&rt.core.registry);
+                    super::registry::apply_virtual_model(&mut registry, &definition)?;
+                    Ok(Value::Null)
+                }
+                "unregister_virtual_model" => {
+                    let mut registry = lock(&rt.core.registry);
+                    registry
+                        .unregister_virtual_model(text(&params, "provider")?, text(&params, "id")?);
+                    Ok(Value::Null)
+                }
                 "unregister_provider" => {
                     let mut registry = lock(&rt.core.registry);
                     registry.unregister_extension_provider(text(&params, "name")?);

@@ -161,9 +161,15 @@ impl Runtime {
             // The new generation's providers replace the old one's.
             let mut registry = crate::runtime::lock(&self.core.registry);
             registry.clear_extension_providers();
+            registry.clear_virtual_models();
             for (path, entry) in fresh.providers() {
                 if let Err(e) = super::registry::apply_provider(&mut registry, &entry) {
                     eprintln!("Error: Extension \"{path}\" error: {}", String::from(e));
+                }
+            }
+            for (path, definition) in fresh.virtual_models() {
+                if let Err(e) = super::registry::apply_virtual_model(&mut registry, &definition) {
+                    eprintln!("Error: Extension \"{path}\" error: {e}");
                 }
             }
             self.core.ext.route_streams(&registry);

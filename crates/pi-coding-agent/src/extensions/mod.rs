@@ -26,6 +26,7 @@ pub(crate) mod registry;
 mod reload;
 mod tools;
 mod tree;
+pub(crate) mod virtual_models;
 
 pub use load::{LoadReport, ProjectTrustPass, load_extensions, needs_hint, project_trust_pass};
 pub use registry::{ExtCommand, ExtFlag, ExtTool, Registrations};

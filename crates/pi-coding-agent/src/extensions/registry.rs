@@ -89,6 +89,9 @@ pub struct ExtensionRegistration {
     pub flags: Vec<ExtFlag>,
     #[serde(default)]
     pub providers: Vec<Value>,
+    /// `registerVirtualModel` definitions (JSON-safe; the router stays in the host).
+    #[serde(default)]
+    pub virtual_models: Vec<Value>,
 }
 
 /// Everything registered, per extension in load order, with the source info of each.
@@ -210,6 +213,14 @@ pub fn apply_provider(
 }
 
 impl Registrations {
+    /// Virtual models registered while loading, in load order, with the extension of each.
+    pub fn virtual_models(&self) -> Vec<(String, Value)> {
+        self.extensions
+            .iter()
+            .flat_map(|(e, _)| e.virtual_models.iter().map(|v| (e.path.clone(), v.clone())))
+            .collect()
+    }
+
     /// Provider registrations still queued at the end of loading, in load order, with the
     /// extension that made each.
     pub fn providers(&self) -> Vec<(String, Value)> {
@@ -218,4 +229,13 @@ impl Registrations {
             .flat_map(|(e, _)| e.providers.iter().map(|p| (e.path.clone(), p.clone())))
             .collect()
     }
+}
+
+/// Applies one `registerVirtualModel` definition to the model registry.
+pub fn apply_virtual_model(
+    registry: &mut pi_registry::ModelRegistry,
+    definition: &Value,
+) -> Result<(), String> {
+    let empty = serde_json::Map::new();
+    registry.register_virtual_model(definition.as_object().unwrap_or(&empty))
 }

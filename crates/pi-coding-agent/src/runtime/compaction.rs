@@ -161,20 +161,21 @@ impl Core {
             lock(&self.run).compaction_from_extension = true;
             return self.record_compaction(result, true, reason).await;
         }
-        let api_key = self
-            .summarization_api_key(model)
+        let (model, thinking_level) = self
+            .summary_model(model.clone())
             .await
             .map_err(SummarizeError::Failed)?;
-        let thinking_level = self
-            .agent()
-            .map_or(ThinkingLevel::Off, |a| a.with_state(|s| s.thinking_level));
+        let api_key = self
+            .summarization_api_key(&model)
+            .await
+            .map_err(SummarizeError::Failed)?;
         let notices = RetryEvents {
             core: self,
             reason: Some(reason),
         };
         let summarizer = Summarizer {
             stream: self.ext.stream_fn(),
-            model: model.clone(),
+            model,
             api_key,
             thinking_level,
             retry: self.retry_policy(),
@@ -566,6 +567,10 @@ impl Core {
         let model = self
             .current_model()
             .ok_or_else(|| SummarizeError::Failed("No model available for summarization".into()))?;
+        let (model, thinking_level) = self
+            .summary_model(model)
+            .await
+            .map_err(SummarizeError::Failed)?;
         let reserve = self.settings().branch_summary.reserve_tokens as u64;
         let window = if model.context_window > 0 {
             model.context_window
@@ -578,9 +583,6 @@ impl Core {
             .summarization_api_key(&model)
             .await
             .map_err(SummarizeError::Failed)?;
-        let thinking_level = self
-            .agent()
-            .map_or(ThinkingLevel::Off, |a| a.with_state(|s| s.thinking_level));
         let notices = RetryEvents {
             core: self,
             reason: None,
@@ -597,5 +599,30 @@ impl Core {
         summarizer
             .branch(&messages, &files, custom_instructions, replace_instructions)
             .await
+    }
+}
+
+impl Core {
+    /// The model a summary is made with, and its thinking level: the session's, or under a
+    /// virtual model the one its router names for a request outside the agent loop
+    /// (`reason: "direct"`); summaries size their input and output from the model they get.
+    async fn summary_model(&self, model: Model) -> Result<(Model, ThinkingLevel), String> {
+        let level = self
+            .agent()
+            .map_or(ThinkingLevel::Off, |a| a.with_state(|s| s.thinking_level));
+        if !pi_registry::is_virtual(&model) {
+            return Ok((model, level));
+        }
+        let messages = self.agent().map(|a| a.messages()).unwrap_or_default();
+        let reasoning = (level != ThinkingLevel::Off).then_some(level);
+        let (routed, reasoning) = self
+            .route_virtual(
+                &model,
+                reasoning,
+                &messages,
+                crate::extensions::virtual_models::RouteReason::Direct,
+            )
+            .await?;
+        Ok((routed, reasoning.unwrap_or(ThinkingLevel::Off)))
     }
 }

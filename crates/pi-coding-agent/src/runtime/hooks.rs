@@ -98,6 +98,34 @@ impl RunHooks for Core {
         })
     }
 
+    fn route_request<'a>(
+        &'a self,
+        model: &'a pi_protocol::model::Model,
+        reasoning: Option<pi_protocol::thinking::ThinkingLevel>,
+        context: &'a [Arc<AgentMessage>],
+    ) -> BoxFuture<
+        'a,
+        Option<
+            Result<
+                (
+                    pi_protocol::model::Model,
+                    Option<pi_protocol::thinking::ThinkingLevel>,
+                ),
+                String,
+            >,
+        >,
+    > {
+        Box::pin(async move {
+            if !pi_registry::is_virtual(model) {
+                return None;
+            }
+            let retrying = lock(&self.run).retry_attempt > 0;
+            let reason =
+                crate::extensions::virtual_models::RouteReason::of_context(context, retrying);
+            Some(self.route_virtual(model, reasoning, context, reason).await)
+        })
+    }
+
     fn credentials_rejected<'a>(
         &'a self,
         model: &'a pi_protocol::model::Model,

@@ -313,7 +313,7 @@ fn apply_extension_providers(
     registrations: &crate::extensions::Registrations,
 ) -> Vec<Diagnostic> {
     use crate::extensions::registry::{ProviderRejection, apply_provider};
-    registrations
+    let mut diagnostics: Vec<Diagnostic> = registrations
         .providers()
         .into_iter()
         .filter_map(|(path, entry)| match apply_provider(registry, &entry) {
@@ -327,7 +327,18 @@ fn apply_extension_providers(
                 message: format!("Extension \"{path}\": {message}"),
             }),
         })
-        .collect()
+        .collect();
+    for (path, definition) in registrations.virtual_models() {
+        if let Err(message) =
+            crate::extensions::registry::apply_virtual_model(registry, &definition)
+        {
+            diagnostics.push(Diagnostic {
+                kind: DiagnosticKind::Error,
+                message: format!("Extension \"{path}\" error: {message}"),
+            });
+        }
+    }
+    diagnostics
 }
 
 /// What startup reads: settings and resources, the extensions, the model registry, the

@@ -1,7 +1,14 @@
 // The `pi` object each extension factory receives (Pi's ExtensionAPI), with staged registration:
 // registrations go into the extension, provider changes and flag defaults wait for the factory to
 // succeed, and actions throw until every extension of the generation has loaded.
-import { registerCommandWithPi, registerProviderWithPi, registerToolWithPi, unregisterProviderWithPi } from "./registration.mjs";
+import {
+	registerCommandWithPi,
+	registerProviderWithPi,
+	registerToolWithPi,
+	registerVirtualModelWithPi,
+	unregisterProviderWithPi,
+	unregisterVirtualModelWithPi,
+} from "./registration.mjs";
 import { emitLocal } from "./dispatch.mjs";
 import { execCommand } from "./exec.mjs";
 import {
@@ -283,15 +290,13 @@ export function createExtensionAPI(extension, runtime) {
 		},
 		registerVirtualModel(model) {
 			assertActive();
-			applyChange(() => runtime.virtualModels.push({ definition: model, extensionPath: extension.path }));
+			applyChange(() =>
+				registerVirtualModelWithPi(runtime, { definition: model, extensionPath: extension.path }),
+			);
 		},
 		unregisterVirtualModel(provider, id) {
 			assertActive();
-			applyChange(() => {
-				runtime.virtualModels = runtime.virtualModels.filter(
-					({ definition }) => definition.provider !== provider || definition.id !== id,
-				);
-			});
+			applyChange(() => unregisterVirtualModelWithPi(runtime, provider, id));
 		},
 		events: {
 			emit(channel, data) {

@@ -58,6 +58,9 @@ export class Channel {
 				offset += fs.writeSync(this.#outFd, buffer, offset, buffer.length - offset);
 			} catch (error) {
 				if (error.code === "EAGAIN") continue;
+				// pi is gone (it exits without waiting for us): nothing left to tell it, and the
+				// host ends when its input closes.
+				if (error.code === "EPIPE") return;
 				throw error;
 			}
 		}

@@ -1,6 +1,6 @@
 // Serves pi's requests and notifications (PROTOCOL.md "Requests pi → host").
 import { abortBuiltinOperation, handleBuiltinUpdate, runBuiltinOperation } from "../modules/builtin-tools.mjs";
-import { createCommandContext, createToolContext } from "./context.mjs";
+import { createCommandContext, createContext, createToolContext } from "./context.mjs";
 import { emitEvent } from "./dispatch.mjs";
 import { handleStreamEvent } from "./llm.mjs";
 import { extendGeneration, loadGeneration } from "./loader.mjs";
@@ -69,6 +69,23 @@ async function runCommand({ name, args, ctx }) {
 	return null;
 }
 
+/** A virtual model's router decides one request: `{model: {provider, id}, thinkingLevel, state}`. */
+async function routeModel({ provider, modelId: id, request, ctx }) {
+	updateCtxState(ctx);
+	const runtime = requireRuntime();
+	const entry = runtime.virtualModels.find(
+		({ definition }) => definition.provider === provider && definition.id === id,
+	);
+	if (!entry) throw new Error(`Virtual model ${provider}/${id} is not registered.`);
+	const route = await entry.definition.route(request, createContext(runtime));
+	const value = {
+		model: { provider: route?.model?.provider, id: route?.model?.id },
+		thinkingLevel: route?.thinkingLevel,
+	};
+	if (route?.state !== undefined) value.state = route.state;
+	return value;
+}
+
 function prepareArgs({ tool, args }) {
 	const found = requireRuntime().findTool(tool);
 	const prepare = found?.definition.prepareArguments;
@@ -93,6 +110,7 @@ const REQUESTS = {
 	prepare_args: prepareArgs,
 	tool: runTool,
 	provider_stream: (msg) => runProviderStream(requireRuntime(), msg),
+	route_model: routeModel,
 	builtin_op: (msg) => runBuiltinOperation(msg),
 };
 

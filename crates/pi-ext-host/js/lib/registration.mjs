@@ -65,6 +65,9 @@ export function buildRegistration(runtime, ext) {
 		commands,
 		flags: [...ext.flags.values()].map(flagRegistration),
 		providers: runtime.pendingProviders.filter((p) => p.extensionPath === ext.path).map(providerRegistration),
+		virtualModels: runtime.virtualModels
+			.filter((v) => v.extensionPath === ext.path)
+			.map((v) => jsonSafe(v.definition)),
 		events: [...ext.handlers.keys()].filter((event) => ext.handlers.get(event).length > 0),
 	};
 }
@@ -103,6 +106,26 @@ export function unregisterProviderWithPi(runtime, name) {
 	}
 	callSync("unregister_provider", { name });
 	runtime.streamProviders = runtime.streamProviders.filter((p) => p.name !== name);
+}
+
+/** A virtual model: kept here for its `route`; pi lists it (at once when bound). */
+export function registerVirtualModelWithPi(runtime, entry) {
+	const { provider, id } = entry.definition ?? {};
+	if (runtime.bound) callSync("register_virtual_model", { path: entry.extensionPath, definition: jsonSafe(entry.definition) });
+	runtime.virtualModels = runtime.virtualModels.filter(
+		({ definition }) => definition.provider !== provider || definition.id !== id,
+	);
+	runtime.virtualModels.push(entry);
+}
+
+export function unregisterVirtualModelWithPi(runtime, provider, id) {
+	const before = runtime.virtualModels.length;
+	runtime.virtualModels = runtime.virtualModels.filter(
+		({ definition }) => definition.provider !== provider || definition.id !== id,
+	);
+	if (runtime.bound && runtime.virtualModels.length !== before) {
+		callSync("unregister_virtual_model", { provider, id });
+	}
 }
 
 export function registerToolWithPi(runtime, ext, tool) {
