@@ -27,7 +27,7 @@ pub struct Ctx {
     pub scale: f64,
 }
 
-const MODEL_ARGS: [&str; 4] = ["--provider", "mock-openai", "--model", "mock-gpt"];
+pub(crate) const MODEL_ARGS: [&str; 4] = ["--provider", "mock-openai", "--model", "mock-gpt"];
 const ALL_TOOLS: &str = "read,bash,edit,write,grep,find,ls";
 
 /// Samples of one side, plus why runs failed.
@@ -70,7 +70,7 @@ pub static SKIP_REFERENCE: std::sync::atomic::AtomicBool =
 
 /// Runs `f` for each target in alternation. Round 0 is a warm-up and is discarded. A target
 /// whose warm-up and first two measured rounds all fail is not tried again.
-fn alternate<T>(
+pub(crate) fn alternate<T>(
     what: &str,
     targets: &[&Target],
     rounds: usize,
@@ -120,11 +120,11 @@ fn alternate<T>(
     sides
 }
 
-fn rounds(ctx: &Ctx, n: usize) -> usize {
+pub(crate) fn rounds(ctx: &Ctx, n: usize) -> usize {
     ((n as f64 * ctx.scale).round() as usize).max(3)
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
@@ -446,17 +446,29 @@ fn stream_run(
 /// unique per turn) and then a text. The first turn warms up; the figure is the second turn's
 /// time from the end of the tool-call response body to the next request's arrival. Returns it
 /// and the text of every `tool_execution_end` record of the measured turn.
-fn tool_turn_run(
+pub(crate) fn tool_turn_run(
     ctx: &Ctx,
     t: &Target,
     cwd: &Path,
     calls: &dyn Fn(usize) -> Vec<Step>,
+) -> Res<(f64, Vec<String>)> {
+    tool_turn_run_with(ctx, t, cwd, calls, &[])
+}
+
+/// [`tool_turn_run`] with more arguments for the agent (an extension to load).
+pub(crate) fn tool_turn_run_with(
+    ctx: &Ctx,
+    t: &Target,
+    cwd: &Path,
+    calls: &dyn Fn(usize) -> Vec<Step>,
+    extra: &[&str],
 ) -> Res<(f64, Vec<String>)> {
     ctx.mock.reset();
     let sb = sandbox(ctx.mock.port)?;
     let mut args = vec!["--no-session"];
     args.extend(MODEL_ARGS);
     args.extend(["--tools", ALL_TOOLS]);
+    args.extend(extra);
     let mut agent = Agent::spawn(t, &sb, cwd, &args)?;
     let r = (|| {
         agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
@@ -506,7 +518,7 @@ fn tool_turn_run(
 }
 
 /// The 8 parallel calls of the tool turn.
-fn eight_calls(turn: usize) -> Vec<Step> {
+pub(crate) fn eight_calls(turn: usize) -> Vec<Step> {
     let id = |i: usize| format!("call_{turn}_{i}");
     vec![
         tool_call(&id(0), "read", json!({"path": "src/core/engine.rs"})),

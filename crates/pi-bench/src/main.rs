@@ -4,7 +4,7 @@
 //! ```text
 //! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
 //!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
-//!          [--data target/pi-bench] [--only ready,packages,stream,tool,session,grep] [--quick] [--out FILE]
+//!          [--data target/pi-bench] [--only ready,extensions,packages,stream,tool,session,grep] [--quick] [--out FILE]
 //! ```
 //!
 //! Everything runs on 127.0.0.1; the mock LLM runs inside this process so that chunk writes and
@@ -12,6 +12,7 @@
 //! SIGKILL after 5 s).
 
 mod agent;
+mod ext_figures;
 mod figures;
 mod relay;
 mod stats;
@@ -26,7 +27,7 @@ use stats::{Better, Row, fmt_num, summarize, table};
 
 const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
 [--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
-  LIST: comma-separated of ready,packages,stream,tool,session,grep (default: all)";
+  LIST: comma-separated of ready,extensions,packages,stream,tool,session,grep (default: all)";
 
 struct Cli {
     ours: PathBuf,
@@ -300,6 +301,43 @@ fn run(cli: Cli) -> Result<(), String> {
         row.ours = vec![ours_size / mib];
         row.reference = Some(vec![(node_size + package_size) / mib]);
         row.target = Some(("≤ 15 MB".into(), ours_size <= 15e6));
+        rows.push(row);
+    }
+
+    if want("extensions") {
+        eprintln!("ready with one extension; the tool_call gate");
+        let cache = ctx.data.join("cache-ours");
+        std::fs::create_dir_all(&cache).map_err(|e| e.to_string())?;
+        let node_path = ctx.reference.path_env.clone();
+        let sides = ext_figures::ready_extension(&ctx, &node_path, &cache);
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            "ready with one trivial extension (`-e`, a command): spawn → first `get_state` response",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
+        rows.push(row);
+        let sides = ext_figures::tool_gate(&ctx, &node_path, &cache)?;
+        // Per call: (turn with the gate − turn without) / 8, round by round.
+        let per_call = |without: &Side<f64>, with: &Side<f64>| -> Vec<f64> {
+            without
+                .samples
+                .iter()
+                .zip(&with.samples)
+                .map(|(a, b)| (b - a) / 8.0)
+                .collect()
+        };
+        let mut row = Row::new(
+            "tool_call gate: time an extension's `tool_call` handler adds per tool call (8 parallel calls, handler returns nothing)",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = per_call(&sides[0], &sides[1]);
+        row.reference = Some(per_call(&sides[2], &sides[3]));
+        notes(&mut row, &sides[1], Some(&sides[3]));
         rows.push(row);
     }
 
