@@ -37,7 +37,12 @@ pub(crate) struct ProviderAuth<'a> {
 
 impl ProviderAuth<'_> {
     pub(crate) fn has_oauth(&self) -> bool {
-        self.builtin.is_some_and(|b| b.oauth)
+        self.builtin.is_some_and(|b| b.oauth) || self.extension_oauth().is_some()
+    }
+
+    /// The display name of the OAuth login an extension registered for the provider.
+    pub(crate) fn extension_oauth(&self) -> Option<&str> {
+        self.config.and_then(|c| c.extension_oauth.as_deref())
     }
 
     /// Whether the provider takes a key typed at login (every built-in API-key method has a

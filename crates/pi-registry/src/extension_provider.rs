@@ -5,7 +5,9 @@
 //! the existing ones; its `apiKey`, `headers` and `authHeader` take precedence over models.json.
 //!
 //! Function-valued members (`streamSimple`, `oauth.login`, `refreshModels`) arrive as `true`:
-//! running them is the extension host's business, not the registry's.
+//! running them is the extension host's business, not the registry's. A registration's `oauth`
+//! replaces the provider's own login: its stored credentials are refreshed and turned into a key
+//! by the extension ([`crate::oauth::Flow::Extension`]).
 
 use super::compose::str_of;
 use super::model_registry::ModelRegistry;
@@ -122,6 +124,13 @@ fn overlay_config(config: Option<ProviderConfig>, ext: &JsObject) -> ProviderCon
     }
     if let Some(name) = ext.get("name").and_then(Value::as_str) {
         out.name = Some(name.to_string());
+    }
+    if let Some(oauth) = ext.get("oauth").and_then(Value::as_object) {
+        let name = oauth
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        out.extension_oauth = Some(name.to_string());
     }
     out
 }

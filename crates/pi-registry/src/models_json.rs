@@ -18,6 +18,9 @@ pub(crate) struct ProviderConfig {
     pub api_key: Option<String>,
     pub api: Option<String>,
     pub oauth: Option<String>,
+    /// The display name of an OAuth login an extension registered with the provider
+    /// (`registerProvider(id, { oauth })`); its functions run in the extension host.
+    pub extension_oauth: Option<String>,
     pub headers: Option<Vec<(String, String)>>,
     pub compat: Option<JsObject>,
     pub auth_header: Option<bool>,
@@ -35,6 +38,7 @@ impl ProviderConfig {
             api_key: string("apiKey"),
             api: string("api"),
             oauth: string("oauth"),
+            extension_oauth: None,
             headers: obj.get("headers").and_then(Value::as_object).map(|h| {
                 h.iter()
                     .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))

@@ -117,6 +117,13 @@ impl ModelRegistry {
         if !entry.auth().has_oauth() {
             return None;
         }
+        if let Some(name) = entry.auth().extension_oauth() {
+            let flow = crate::oauth::Flow::Extension {
+                provider: provider.to_string(),
+                name: name.to_string(),
+            };
+            return Some((flow, self.auth_path.clone()));
+        }
         let config = entry.config.as_ref();
         let base_url = config
             .and_then(|c| c.base_url.clone())

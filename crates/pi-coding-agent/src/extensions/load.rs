@@ -271,6 +271,7 @@ pub async fn load_extensions(
             eprintln!("pi: could not hand the flag values to the extensions: {e}");
         }
     }
+    super::oauth::install(&host);
     report.host = Some(host);
     report.registrations = registrations;
     report

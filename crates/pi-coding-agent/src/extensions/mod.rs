@@ -17,6 +17,7 @@ mod lifecycle;
 mod llm;
 mod load;
 mod messages;
+mod oauth;
 pub(crate) mod operations;
 mod partial;
 mod prompt;

@@ -143,7 +143,10 @@ impl RunHooks for Core {
                 }
                 registry.oauth_login(&model.provider)
             };
-            let Some((flow, path)) = login else {
+            // Pi retries with a renewed token only for its own logins, not an extension's.
+            let Some((flow, path)) =
+                login.filter(|(f, _)| !matches!(f, pi_registry::oauth::Flow::Extension { .. }))
+            else {
                 return false;
             };
             let Ok(stored) = pi_registry::oauth::store::read(&path) else {

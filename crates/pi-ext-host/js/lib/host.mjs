@@ -4,6 +4,7 @@ import { createCommandContext, createContext, createToolContext } from "./contex
 import { emitEvent } from "./dispatch.mjs";
 import { handleStreamEvent } from "./llm.mjs";
 import { extendGeneration, loadGeneration } from "./loader.mjs";
+import { oauthApiKey, refreshOAuth } from "./provider-oauth.mjs";
 import { abortProviderStream, runProviderStream } from "./provider-stream.mjs";
 import { effect, errorMessage, host, updateCtxState } from "./state.mjs";
 import { handleUIResponse } from "./ui.mjs";
@@ -111,6 +112,8 @@ const REQUESTS = {
 	tool: runTool,
 	provider_stream: (msg) => runProviderStream(requireRuntime(), msg),
 	route_model: routeModel,
+	oauth_refresh: refreshOAuth,
+	oauth_api_key: oauthApiKey,
 	builtin_op: (msg) => runBuiltinOperation(msg),
 };
 

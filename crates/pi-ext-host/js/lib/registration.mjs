@@ -72,9 +72,13 @@ export function buildRegistration(runtime, ext) {
 	};
 }
 
-function trackStreamProvider(runtime, entry) {
+function trackProvider(runtime, entry) {
 	runtime.streamProviders = runtime.streamProviders.filter((p) => p.name !== entry.name);
 	const config = entry.kind === "native" ? entry.provider : entry.config;
+	// A registration merges over the previous one: an `oauth` left out keeps the earlier login.
+	if (entry.kind !== "native" && config?.oauth && typeof config.oauth === "object") {
+		runtime.oauthProviders.set(entry.name, config.oauth);
+	}
 	if (typeof config?.streamSimple === "function") {
 		runtime.streamProviders.push({
 			name: entry.name,
@@ -87,7 +91,7 @@ function trackStreamProvider(runtime, entry) {
 
 /** At bind: providers queued during loading become live (pi applies them from the registrations). */
 export function flushQueuedProviders(runtime) {
-	for (const entry of runtime.pendingProviders) trackStreamProvider(runtime, entry);
+	for (const entry of runtime.pendingProviders) trackProvider(runtime, entry);
 }
 
 export function registerProviderWithPi(runtime, entry) {
@@ -96,7 +100,7 @@ export function registerProviderWithPi(runtime, entry) {
 		return;
 	}
 	callSync("register_provider", { path: entry.extensionPath, ...providerRegistration(entry) });
-	trackStreamProvider(runtime, entry);
+	trackProvider(runtime, entry);
 }
 
 export function unregisterProviderWithPi(runtime, name) {
@@ -106,6 +110,7 @@ export function unregisterProviderWithPi(runtime, name) {
 	}
 	callSync("unregister_provider", { name });
 	runtime.streamProviders = runtime.streamProviders.filter((p) => p.name !== name);
+	runtime.oauthProviders.delete(name);
 }
 
 /** A virtual model: kept here for its `route`; pi lists it (at once when bound). */

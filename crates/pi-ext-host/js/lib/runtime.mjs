@@ -34,6 +34,8 @@ export class Runtime {
 		this.pendingProviders = [];
 		/** Providers with a JS streamSimple, in registration order: {name, api, streamSimple, extensionPath}. */
 		this.streamProviders = [];
+		/** OAuth logins registered with providers (`registerProvider(id, { oauth })`), by provider id. */
+		this.oauthProviders = new Map();
 		/** MCP servers and virtual models are kept here only (pi has no channel for them yet). */
 		this.mcpServers = new Map();
 		this.virtualModels = [];

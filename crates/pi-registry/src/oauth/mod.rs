@@ -6,6 +6,7 @@
 //! Token endpoints are the providers' own. `PI_OAUTH_ENDPOINT_ORIGIN` (ours, for tests) sends
 //! every OAuth request to another origin with the same path.
 
+pub mod extension;
 pub mod login;
 pub mod refresh;
 pub mod store;
@@ -28,6 +29,11 @@ pub enum Flow {
     /// A Radius gateway (the `radius` provider, or models.json `"oauth": "radius"`).
     Radius {
         gateway: String,
+    },
+    /// A login an extension registered with its provider; `name` is its display name.
+    Extension {
+        provider: String,
+        name: String,
     },
 }
 
@@ -53,7 +59,7 @@ impl Flow {
     }
 
     /// The login's display name, as `pi auth` lists it.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Flow::Anthropic => "Anthropic (Claude Pro/Max)",
             Flow::OpenAiCodex => "OpenAI (ChatGPT Plus/Pro)",
@@ -64,6 +70,7 @@ impl Flow {
             Flow::OpenRouter => "OpenRouter OAuth",
             Flow::Meta => "Meta (Muse subscription)",
             Flow::Radius { .. } => "Radius",
+            Flow::Extension { name, .. } => name,
         }
     }
 }
@@ -216,7 +223,18 @@ pub async fn resolve(
             ));
         }
     }
-    Ok(Some(to_auth(flow, &cred)))
+    credential_auth(flow, &cred).await.map(Some)
+}
+
+/// [`to_auth`], asking the extension for the key of a login it registered.
+async fn credential_auth(flow: &Flow, cred: &Map<String, Value>) -> Result<OAuthAuth, String> {
+    match flow {
+        Flow::Extension { provider, .. } => Ok(OAuthAuth {
+            api_key: Some(extension::api_key(provider, cred).await?),
+            ..OAuthAuth::default()
+        }),
+        _ => Ok(to_auth(flow, cred)),
+    }
 }
 
 /// After the provider rejected `rejected_access`: refreshes once under the lock unless another
@@ -229,8 +247,10 @@ pub async fn refresh_rejected(
 ) -> Result<Option<OAuthAuth>, String> {
     let still_rejected =
         |c: &Map<String, Value>| c.get("access").and_then(Value::as_str) == Some(rejected_access);
-    let post = refresh_locked(auth_path, provider, flow, still_rejected).await?;
-    Ok(post.map(|c| to_auth(flow, &c)))
+    match refresh_locked(auth_path, provider, flow, still_rejected).await? {
+        Some(c) => credential_auth(flow, &c).await.map(Some),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]

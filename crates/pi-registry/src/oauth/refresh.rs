@@ -136,6 +136,7 @@ pub async fn refresh(flow: &Flow, cred: &Map<String, Value>) -> Result<Value, St
         Flow::OpenRouter => Ok(Value::Object(cred.clone())),
         Flow::Meta => meta(refresh_token).await,
         Flow::Radius { gateway } => radius(gateway, refresh_token).await,
+        Flow::Extension { provider, .. } => super::extension::refresh(provider, cred).await,
     }
 }
 
