@@ -136,6 +136,15 @@ impl Delegate for HostDelegate {
                     let mut registry = lock(&rt.core.registry);
                     super::registry::apply_provider(&mut registry, &params)?;
                     rt.core.ext.route_streams(&registry);
+                    drop(registry);
+                    // Pi refreshes the catalog (without network) after every registration.
+                    if let Some(host) = rt.core.ext.host().cloned() {
+                        let core = rt.core.clone();
+                        tokio::spawn(async move {
+                            let options = super::model_refresh::RefreshOptions::default();
+                            super::model_refresh::refresh(&host, &core.registry, options).await;
+                        });
+                    }
                     Ok(Value::Null)
                 }
                 "register_virtual_model" => {
@@ -270,6 +279,27 @@ impl HostDelegate {
             "reload" => rt.ext_reload().await.map(|()| Value::Null),
             "navigate_tree" => rt.ext_navigate_tree(&params).await,
             "execute_tool" => rt.ext_execute_tool(&params).await,
+            "refresh_models" => {
+                let Some(host) = rt.core.ext.host().cloned() else {
+                    return Ok(json!({ "errors": {} }));
+                };
+                let providers = params.get("providers").and_then(Value::as_array).map(|a| {
+                    a.iter()
+                        .filter_map(|p| p.as_str().map(str::to_string))
+                        .collect()
+                });
+                let options = super::model_refresh::RefreshOptions {
+                    providers,
+                    // Pi's default: the network unless PI_OFFLINE is set.
+                    allow_network: params
+                        .get("allowNetwork")
+                        .and_then(Value::as_bool)
+                        .unwrap_or_else(|| std::env::var_os("PI_OFFLINE").is_none()),
+                    force: params.get("force").and_then(Value::as_bool),
+                };
+                let errors = super::model_refresh::refresh(&host, &rt.core.registry, options).await;
+                Ok(json!({ "errors": errors }))
+            }
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
                 let model = lock(&rt.core.registry)

@@ -17,6 +17,7 @@ mod lifecycle;
 mod llm;
 mod load;
 mod messages;
+pub(crate) mod model_refresh;
 mod oauth;
 pub(crate) mod operations;
 mod partial;

@@ -436,6 +436,16 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         }
         return Err(StartupError::Reported);
     }
+    // Pi's startup model refresh (no network): registered providers may restore their catalogs
+    // before the model is chosen. Its errors are not reported, as in Pi.
+    if let Some(host) = &extensions.host {
+        let shared = std::sync::Mutex::new(registry);
+        let options = crate::extensions::model_refresh::RefreshOptions::default();
+        crate::extensions::model_refresh::refresh(host, &shared, options).await;
+        registry = shared
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
     let s = res.settings.settings().clone();
 
     for p in problems {

@@ -71,7 +71,15 @@ export function createModelRegistryFacade() {
 		}),
 		getError: () => undefined,
 		getRegisteredProviderIds: () => providers().map((p) => (typeof p === "string" ? p : p.id)),
-		refresh: async () => ({}),
+		refresh: async (options) => {
+			const result = await callAsync("refresh_models", {
+				providers: options?.providers,
+				allowNetwork: options?.allowNetwork,
+				force: options?.force,
+			});
+			const errors = new Map(Object.entries(result?.errors ?? {}).map(([id, message]) => [id, new Error(message)]));
+			return { aborted: false, errors };
+		},
 		getApiKeyAndHeaders: (model) => callAsync("get_api_key", { provider: model?.provider }),
 		getProviderAuth: async (provider) => {
 			const auth = await callAsync("get_api_key", { provider });

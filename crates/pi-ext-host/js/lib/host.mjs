@@ -4,6 +4,7 @@ import { createCommandContext, createContext, createToolContext } from "./contex
 import { emitEvent } from "./dispatch.mjs";
 import { handleStreamEvent } from "./llm.mjs";
 import { extendGeneration, loadGeneration } from "./loader.mjs";
+import { runModelRefresh } from "./model-refresh.mjs";
 import { oauthApiKey, refreshOAuth } from "./provider-oauth.mjs";
 import { abortProviderStream, runProviderStream } from "./provider-stream.mjs";
 import { effect, errorMessage, host, updateCtxState } from "./state.mjs";
@@ -114,6 +115,7 @@ const REQUESTS = {
 	route_model: routeModel,
 	oauth_refresh: refreshOAuth,
 	oauth_api_key: oauthApiKey,
+	refresh_models: (msg) => runModelRefresh(msg),
 	builtin_op: (msg) => runBuiltinOperation(msg),
 };
 

@@ -79,6 +79,9 @@ function trackProvider(runtime, entry) {
 	if (entry.kind !== "native" && config?.oauth && typeof config.oauth === "object") {
 		runtime.oauthProviders.set(entry.name, config.oauth);
 	}
+	if (entry.kind !== "native" && typeof config?.refreshModels === "function") {
+		runtime.refreshProviders.set(entry.name, config.refreshModels);
+	}
 	if (typeof config?.streamSimple === "function") {
 		runtime.streamProviders.push({
 			name: entry.name,
@@ -111,6 +114,7 @@ export function unregisterProviderWithPi(runtime, name) {
 	callSync("unregister_provider", { name });
 	runtime.streamProviders = runtime.streamProviders.filter((p) => p.name !== name);
 	runtime.oauthProviders.delete(name);
+	runtime.refreshProviders.delete(name);
 }
 
 /** A virtual model: kept here for its `route`; pi lists it (at once when bound). */

@@ -36,6 +36,8 @@ export class Runtime {
 		this.streamProviders = [];
 		/** OAuth logins registered with providers (`registerProvider(id, { oauth })`), by provider id. */
 		this.oauthProviders = new Map();
+		/** `refreshModels` hooks of registered providers, by provider id. */
+		this.refreshProviders = new Map();
 		/** MCP servers and virtual models are kept here only (pi has no channel for them yet). */
 		this.mcpServers = new Map();
 		this.virtualModels = [];
