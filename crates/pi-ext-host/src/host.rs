@@ -309,6 +309,11 @@ async fn handle(
             let id = message.get("id").and_then(Value::as_u64);
             let sync = message.get("sync").and_then(Value::as_bool) == Some(true);
             let delegate = lock(&shared.delegate).clone();
+            if method == "env" && id.is_none() {
+                // Applied here, in order, before anything the host sends after the change (a
+                // tool call it gated, a command): also while loading, before pi has a delegate.
+                apply_env(&params);
+            }
             match (id, sync, delegate) {
                 (Some(id), true, delegate) => {
                     let result = match delegate {
@@ -381,4 +386,27 @@ fn error_text(message: &Map<String, Value>) -> String {
         Some(other) => other.to_string(),
         None => "unknown error".into(),
     }
+}
+
+/// `{set: {name: value}, unset: [name]}`: the host's `process.env` changes.
+fn apply_env(params: &Value) {
+    let set = params
+        .get("set")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let unset = params
+        .get("unset")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|k| k.as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    pi_js::process_env::apply(set, unset);
 }

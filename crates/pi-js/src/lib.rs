@@ -18,6 +18,7 @@ pub mod collate;
 pub mod json;
 pub mod number;
 pub mod parse;
+pub mod process_env;
 pub mod string;
 pub mod text_decoder;
 pub mod time;

@@ -9,10 +9,12 @@ pub struct Env {
 }
 
 impl Env {
-    /// The current process environment (variables that are not UTF-8 are skipped).
+    /// The current process environment, as extensions left it (variables that are not UTF-8
+    /// are skipped).
     pub fn from_process() -> Env {
         Env {
-            vars: std::env::vars_os()
+            vars: pi_js::process_env::vars_os()
+                .into_iter()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect(),
         }

@@ -190,6 +190,13 @@ impl ModelRegistry {
         (registry, errors)
     }
 
+    /// Reads the environment again (an extension changed `process.env`): credentials from
+    /// environment variables, and with them availability, follow it.
+    pub fn reload_env(&mut self) {
+        self.env = Env::from_process();
+        self.refresh_availability();
+    }
+
     /// The providers composed anew (after an extension registration changed), and availability.
     pub(crate) fn rebuild(&mut self) {
         self.providers.clear();

@@ -200,6 +200,8 @@ impl Delegate for HostDelegate {
                         core.write(request).await;
                     }
                 }
+                // The overlay itself is applied by the host channel; credentials follow it.
+                "env" => lock(&core.registry).reload_env(),
                 "extension_error" => {
                     let field = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
                     core.ext_error(field("extensionPath"), field("event"), field("error"))

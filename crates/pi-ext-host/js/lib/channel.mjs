@@ -2,6 +2,7 @@
 // in program order; requests and async results come in on fd 4; sync-call replies on fd 5.
 import fs from "node:fs";
 import net from "node:net";
+import { envChanges } from "./env-sync.mjs";
 
 /** Reopens an inherited pipe through procfs so it is close-on-exec, then closes the original. */
 export function reopenInherited(fd, flags) {
@@ -49,8 +50,17 @@ export class Channel {
 		this.#syncFd = syncFd;
 	}
 
-	/** Writes one JSON line to pi, whole, before returning. */
+	/** Writes one JSON line to pi, whole, before returning; `process.env` changes go first. */
 	send(message) {
+		// Stream events are many and come from provider code, not from the handlers that set env.
+		if (message.type !== "stream_event") {
+			const env = envChanges();
+			if (env) this.#write({ type: "call", method: "env", params: env });
+		}
+		this.#write(message);
+	}
+
+	#write(message) {
 		const buffer = Buffer.from(`${toJsonLine(message)}\n`, "utf8");
 		let offset = 0;
 		while (offset < buffer.length) {

@@ -44,7 +44,8 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         })
 }
 
-/// The environment commands start from: `base` (or this process's environment) with
+/// The environment commands start from: `base` (or this process's environment, as extensions
+/// left it) with
 /// `<agent dir>/bin` put first on `PATH` unless it is already there, and `PI_CODING_AGENT=true`
 /// (which Pi sets on its own process at startup).
 pub fn shell_env(
@@ -53,7 +54,7 @@ pub fn shell_env(
 ) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = match base {
         Some(vars) => vars.to_vec(),
-        None => std::env::vars_os().collect(),
+        None => pi_js::process_env::vars_os(),
     };
     let path_key = env
         .iter()
