@@ -62,6 +62,16 @@ async fn serve(
             rt.extension_command_answered();
             continue;
         }
+        // The built-in extensions' commands run here too (their notices go where an
+        // extension's do).
+        if let Some(args) = rt.mcp_command(&text) {
+            rt.run_mcp_command(&args).await;
+            continue;
+        }
+        if rt.llama_command(&text) {
+            rt.run_llama_command().await;
+            continue;
+        }
         match rt
             .prompt_preflight(PromptRequest {
                 text,

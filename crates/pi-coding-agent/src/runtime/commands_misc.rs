@@ -171,3 +171,31 @@ impl Runtime {
         lock(&self.core.res).commands(extension)
     }
 }
+
+impl Runtime {
+    /// `/llama` of Pi's built-in llama.cpp extension, when it loads and no extension took the
+    /// name. Its model manager is a terminal UI; outside it Pi only says so.
+    pub fn llama_command(&self, text: &str) -> bool {
+        let Some(rest) = text.strip_prefix("/llama") else {
+            return false;
+        };
+        (rest.is_empty() || rest.starts_with(' '))
+            && lock(&self.core.res)
+                .builtin_extensions
+                .iter()
+                .any(|p| p == "builtin:llama.cpp")
+    }
+
+    /// Runs `/llama` outside the terminal UI: Pi's warning notice.
+    pub async fn run_llama_command(&self) {
+        use pi_protocol::extension_ui::{ExtensionUiRequest, NotifyType, UiRequest};
+        let request = ExtensionUiRequest::new(
+            pi_session::ids::uuid_v4(),
+            UiRequest::Notify {
+                message: "/llama is available in interactive mode".into(),
+                notify_type: Some(NotifyType::Warning),
+            },
+        );
+        self.core.write(&request).await;
+    }
+}

@@ -74,6 +74,18 @@ pub async fn handle_line(line: &str, out: &Output, rt: &Runtime, in_flight: &InF
                 });
                 return;
             }
+            // The built-in `/llama`: Pi's notice that it needs the terminal UI.
+            if rt.llama_command(&message) {
+                let (out, rt) = (out.clone(), rt.clone());
+                in_flight.spawn(async move {
+                    rt.run_llama_command().await;
+                    let handled = PromptData {
+                        disposition: PromptDisposition::Handled,
+                    };
+                    respond(&out, id, "prompt", data(handled)).await;
+                });
+                return;
+            }
             let request = PromptRequest {
                 text: message,
                 images: images.unwrap_or_default(),
@@ -166,12 +178,15 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
     let outcome: Outcome<ResponseData> = match command {
         RpcCommand::Prompt { .. } => return,
         RpcCommand::Steer { message, .. } | RpcCommand::FollowUp { message, .. }
-            if rt.extension_command(&message).is_some() =>
+            if rt.extension_command(&message).is_some()
+                || rt.mcp_command(&message).is_some()
+                || rt.llama_command(&message) =>
         {
-            let name = rt
-                .extension_command(&message)
-                .map(|(n, _)| n)
-                .unwrap_or_default();
+            let name = match rt.extension_command(&message) {
+                Some((n, _)) => n,
+                None if rt.llama_command(&message) => "llama".to_string(),
+                None => "mcp".to_string(),
+            };
             Outcome::Error(format!(
                 "Extension command \"/{name}\" cannot be queued. Use prompt() or execute the command when not streaming."
             ))
