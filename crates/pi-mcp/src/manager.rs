@@ -5,7 +5,7 @@
 //! The runtime sees it through [`McpHost`] (what it must do when tools change or a notice is
 //! due) and the methods here; tools are ordinary [`pi_agent::AgentTool`]s.
 
-use crate::config::{self, Exposure, McpConfig, ServerEntry};
+use crate::config::{self, Exposure, McpConfig, Scope, ServerEntry};
 use crate::connection::{Connection, State};
 use crate::log::ServerLog;
 use crate::naming;
@@ -67,6 +67,17 @@ struct Inner {
     /// Tool name → `server\0tool` that owns it, so names stay unique and stable.
     owners: HashMap<String, String>,
     resource_exposure: Option<Exposure>,
+    /// `/mcp` lines for registrations a configured server of the same namespace overrides.
+    overridden: Vec<String>,
+}
+
+/// A server an extension registered (`pi.registerMcpServer`), as the extension host reports it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisteredServer {
+    pub name: String,
+    pub config: Value,
+    pub extension_path: String,
 }
 
 pub struct McpManager {
@@ -113,6 +124,7 @@ impl McpManager {
                 tools: Vec::new(),
                 owners: HashMap::new(),
                 resource_exposure: None,
+                overridden: Vec::new(),
             }),
             config_errors: config.errors,
             auto_enable_codemode: config.auto_enable_codemode.unwrap_or(true),
@@ -183,6 +195,118 @@ impl McpManager {
         });
     }
 
+    /// Takes the servers extensions registered, replacing the previous set (Pi's MCP extension
+    /// on `mcp_servers_change`). A configured server of the same namespace overrides a
+    /// registration (`/mcp` says so). Registrations that went away or whose config changed are
+    /// stopped and their tools hidden; new ones connect at once once the manager has started
+    /// (before that, [`McpManager::start`] connects them with the configured servers).
+    pub fn set_extension_servers(&self, registered: &[RegisteredServer]) {
+        let started = self.host().is_some();
+        let mut removed: Vec<Arc<Connection>> = Vec::new();
+        let mut attempts = Vec::new();
+        let (activate, deactivate) = {
+            let mut inner = lock(&self.inner);
+            let mut next: Vec<ServerEntry> = Vec::new();
+            let mut overridden = Vec::new();
+            for r in registered {
+                let configured = inner.servers.iter().find(|s| {
+                    s.entry.scope != Scope::Extension
+                        && naming::namespace(&s.entry.name) == naming::namespace(&r.name)
+                });
+                if let Some(c) = configured {
+                    overridden.push(format!(
+                        "\"{}\" registered by {} is overridden by \"{}\" in {}",
+                        r.name, r.extension_path, c.entry.name, c.entry.source
+                    ));
+                    continue;
+                }
+                // The host validated it with this same function; a failure cannot happen.
+                if let Ok((config, transport)) = config::validate(&r.name, &r.config) {
+                    next.push(ServerEntry {
+                        name: r.name.clone(),
+                        config,
+                        transport,
+                        source: r.extension_path.clone(),
+                        scope: Scope::Extension,
+                        override_path: None,
+                    });
+                }
+            }
+            inner.overridden = overridden;
+            // Unregistered servers and re-registered ones with a new config go; the latter
+            // come back below.
+            let mut gone = Vec::new();
+            let mut kept = Vec::new();
+            for s in std::mem::take(&mut inner.servers) {
+                let stays = s.entry.scope != Scope::Extension
+                    || next
+                        .iter()
+                        .any(|n| n.name == s.entry.name && n.config == s.entry.config);
+                if stays {
+                    kept.push(s);
+                } else {
+                    gone.push(s.entry.name.clone());
+                    removed.extend(s.conn);
+                }
+            }
+            inner.servers = kept;
+            let mut deactivate = Vec::new();
+            for t in inner.tools.iter_mut() {
+                if t.server.as_ref().is_some_and(|s| gone.contains(s)) && t.exposure != "hidden" {
+                    t.exposure = "hidden";
+                    t.mcp_exposure = Exposure::Hidden;
+                    deactivate.push(t.name.clone());
+                }
+            }
+            for entry in next {
+                if inner.servers.iter().any(|s| s.entry.name == entry.name) {
+                    continue;
+                }
+                let mut server = Server {
+                    entry,
+                    conn: None,
+                    ready: watch::channel(true).1,
+                };
+                if started && server.entry.enabled() {
+                    let (tx, rx) = watch::channel(false);
+                    server.ready = rx;
+                    let conn = self.new_connection(&server.entry);
+                    server.conn = Some(Arc::clone(&conn));
+                    attempts.push((conn, tx));
+                }
+                inner.servers.push(server);
+            }
+            let (activate, fewer) = self.sync_resource_tools(&mut inner);
+            deactivate.extend(fewer);
+            (activate, deactivate)
+        };
+        if let Some(host) = self.host()
+            && !(activate.is_empty() && deactivate.is_empty())
+        {
+            host.tools_changed(activate, deactivate);
+        }
+        if !removed.is_empty() {
+            tokio::spawn(async move {
+                futures_join_all(removed.into_iter().map(|c| async move { c.close().await })).await;
+            });
+        }
+        if attempts.is_empty() {
+            return;
+        }
+        let names: Vec<String> = attempts.iter().map(|(c, _)| c.name().to_string()).collect();
+        let this = self.this.clone();
+        tokio::spawn(async move {
+            let runs = attempts.into_iter().map(|(conn, tx)| async move {
+                let _ = conn.client().await;
+                let _ = tx.send(true);
+            });
+            futures_join_all(runs).await;
+            if let Some(m) = this.upgrade() {
+                m.report_problems(Some(&names));
+            }
+        });
+    }
+
     fn new_connection(&self, entry: &ServerEntry) -> Arc<Connection> {
         let this = self.this.clone();
         Connection::new(
@@ -204,12 +328,17 @@ impl McpManager {
         let source: Arc<dyn ConnectionSource> = Arc::new(Source(self.this.clone()));
         let (activate, deactivate) = {
             let mut inner = lock(&self.inner);
-            let entry = inner
-                .servers
-                .iter()
-                .find(|s| s.entry.name == server)
-                .map(|s| s.entry.clone())
-                .unwrap_or_else(|| conn.entry.clone());
+            // A connection of a server that is gone (unregistered by its extension meanwhile)
+            // registers nothing.
+            let current = inner.servers.iter().find(|s| {
+                s.entry.name == server
+                    && s.conn
+                        .as_ref()
+                        .is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), conn))
+            });
+            let Some(entry) = current.map(|s| s.entry.clone()) else {
+                return;
+            };
             let names: Vec<String> = offered
                 .iter()
                 .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
@@ -494,7 +623,8 @@ impl McpManager {
     /// `/mcp` outside the TUI: the status of every server.
     pub fn status_text(&self) -> String {
         let inner = lock(&self.inner);
-        if inner.servers.is_empty() && self.config_errors.is_empty() {
+        if inner.servers.is_empty() && self.config_errors.is_empty() && inner.overridden.is_empty()
+        {
             let path = self.agent_dir.join("mcp.json");
             return format!(
                 "No MCP servers configured. Add them to {} or .pi/mcp.json.",
@@ -538,6 +668,9 @@ impl McpManager {
             .collect();
         for e in &self.config_errors {
             lines.push(format!("config error: {e}"));
+        }
+        for o in &inner.overridden {
+            lines.push(format!("overridden: {o}"));
         }
         lines.join("\n")
     }

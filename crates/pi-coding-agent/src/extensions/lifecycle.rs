@@ -152,6 +152,7 @@ impl Runtime {
                 fresh.extensions.push((reg, info));
             }
         }
+        fresh.mcp_servers = init.mcp_servers;
         let tools: Vec<_> = fresh
             .extensions
             .iter()
@@ -180,6 +181,8 @@ impl Runtime {
             }
         }
         self.set_active_tools_by_name(&names);
+        // The new generation's MCP servers replace the old one's.
+        self.core.mcp_registrations_loaded();
     }
 }
 

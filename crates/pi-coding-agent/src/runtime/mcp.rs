@@ -6,9 +6,10 @@
 //! [`Core::mcp_before_prompt`] and [`Core::with_mcp_section`] (prompt), [`Runtime::mcp_command`]
 //! and [`Runtime::run_mcp_command`] (RPC dispatch), [`Core::shutdown_mcp`] (shutdown).
 //!
-//! Extensions' `pi.registerMcpServer()`/`getMcpServers()` are not wired yet: the host would
-//! hand its registrations to [`pi_mcp::McpManager`] (servers with `Scope::Extension`), which a
-//! `mcp.json` server of the same namespace overrides.
+//! Extensions' `pi.registerMcpServer()` registrations come from the host (with each load
+//! result, and as `mcp_servers` effects after loading) and go to [`pi_mcp::McpManager`] as
+//! extension-scoped servers, which a `mcp.json` server of the same namespace overrides
+//! ([`Core::mcp_registrations_loaded`], [`Core::mcp_servers_changed`]).
 
 use super::{Core, Runtime, lock};
 use crate::resources::system_prompt::{Sections, ToolPrompt};
@@ -19,8 +20,10 @@ use pi_mcp::{McpHost, McpManager, Notice};
 use pi_protocol::extension_ui::{ExtensionUiRequest, NotifyType, UiRequest};
 use pi_protocol::results::{SourceInfo, SourceOrigin, SourceScope};
 use serde_json::{Value, json};
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// The catalog's MCP part: the built-in extensions' tools and the servers' tools.
@@ -29,6 +32,10 @@ pub(crate) struct McpTools {
     /// `codemode` and `tool_search`, when their built-in extensions load.
     builtin: Mutex<Vec<Arc<dyn AgentTool>>>,
     manager: OnceLock<Arc<McpManager>>,
+    /// The "neither is active" warning was shown (Pi shows it once per session).
+    warned_unreachable: AtomicBool,
+    /// Registered servers already reported as connected by nothing (no built-in MCP).
+    reported_unhandled: Mutex<HashSet<String>>,
 }
 
 fn builtin_source(name: &str) -> SourceInfo {
@@ -207,6 +214,9 @@ impl Core {
             )
         };
         let manager = McpManager::load(&agent_dir, &cwd, trusted);
+        // Servers the extensions registered while loading connect with the configured ones.
+        let registered = self.ext.registrations().mcp_servers.clone();
+        manager.set_extension_servers(&registered);
         let _ = catalog.mcp.manager.set(Arc::clone(&manager));
         let activate = self.discovery_tools(&manager);
         manager.start(Arc::downgrade(self) as Weak<dyn McpHost>);
@@ -228,7 +238,13 @@ impl Core {
         if search && registered(TOOL_SEARCH_TOOL_NAME) {
             out.push(TOOL_SEARCH_TOOL_NAME.to_string());
         }
-        if out.is_empty() {
+        if out.is_empty()
+            && !self
+                .tools
+                .mcp
+                .warned_unreachable
+                .swap(true, Ordering::SeqCst)
+        {
             let reason =
                 if codemode && registered(CODEMODE_TOOL_NAME) && !manager.auto_enable_codemode {
                     " (autoEnableCodemode is false)"
@@ -241,6 +257,95 @@ impl Core {
             );
         }
         out
+    }
+
+    /// A new generation of extensions loaded (`reinit`, `reload`): its registrations replace
+    /// the previous generation's.
+    pub(crate) fn mcp_registrations_loaded(&self) {
+        if let Some(m) = self.tools.mcp.manager().cloned() {
+            let registered = self.ext.registrations().mcp_servers.clone();
+            m.set_extension_servers(&registered);
+            self.ensure_discovery_active(&m);
+        }
+    }
+
+    /// An extension registered or unregistered a server after loading: the manager connects or
+    /// stops it. Without the built-in MCP support, and with no extension handling
+    /// `mcp_servers_change`, nothing connects it: each server is reported once, as Pi's runner
+    /// does.
+    pub(crate) async fn mcp_servers_changed(&self) {
+        if self.tools.mcp.manager().is_some() {
+            self.mcp_registrations_loaded();
+            return;
+        }
+        if self.ext.handles("mcp_servers_change") {
+            return;
+        }
+        let registered = self.ext.registrations().mcp_servers.clone();
+        for server in registered {
+            if !lock(&self.tools.mcp.reported_unhandled).insert(server.name.clone()) {
+                continue;
+            }
+            let error = format!(
+                "MCP server \"{}\" is registered, but no loaded extension connects MCP servers; another extension may have replaced the built-in MCP support",
+                server.name
+            );
+            self.ext_error(&server.extension_path, "register_mcp_server", &error)
+                .await;
+        }
+    }
+
+    /// After the servers changed: `codemode`/`tool_search` become active when an enabled
+    /// server's exposure needs them (Pi's `ensureDiscoveryActive`), with the warning once when
+    /// neither can be.
+    fn ensure_discovery_active(&self, manager: &McpManager) {
+        let (codemode, search) = manager.discovery_needs();
+        if !codemode && !search {
+            return;
+        }
+        let registered = |n: &str| self.tools.get(n).is_some();
+        let active = self.active_names();
+        let mut activate = Vec::new();
+        if codemode
+            && manager.auto_enable_codemode
+            && registered(CODEMODE_TOOL_NAME)
+            && !active.iter().any(|n| n == CODEMODE_TOOL_NAME)
+        {
+            activate.push(CODEMODE_TOOL_NAME.to_string());
+        }
+        if search
+            && registered(TOOL_SEARCH_TOOL_NAME)
+            && !active.iter().any(|n| n == TOOL_SEARCH_TOOL_NAME)
+        {
+            activate.push(TOOL_SEARCH_TOOL_NAME.to_string());
+        }
+        if !activate.is_empty() {
+            self.change_active(&activate, &[]);
+        }
+        let reachable = |n: &str| {
+            registered(n) && (active.iter().any(|a| a == n) || activate.iter().any(|a| a == n))
+        };
+        if reachable(CODEMODE_TOOL_NAME) || reachable(TOOL_SEARCH_TOOL_NAME) {
+            return;
+        }
+        if self
+            .tools
+            .mcp
+            .warned_unreachable
+            .swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let reason = if codemode && registered(CODEMODE_TOOL_NAME) && !manager.auto_enable_codemode
+        {
+            " (autoEnableCodemode is false)"
+        } else {
+            ""
+        };
+        self.notify(
+            format!("MCP tools are only reachable from the codemode or tool_search tool, but neither is active{reason}; they cannot be called."),
+            Notice::Warning,
+        );
     }
 
     fn notify(&self, message: String, kind: Notice) {
