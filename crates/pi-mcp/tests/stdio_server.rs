@@ -7,6 +7,7 @@ use pi_agent::ToolInvocation;
 use pi_mcp::config::{self, McpConfig, Scope, ServerEntry};
 use pi_mcp::connection::{Connection, State};
 use pi_mcp::log::ServerLog;
+use pi_mcp::oauth::signin::BoxFuture;
 use pi_mcp::{McpHost, McpManager, Notice};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -188,6 +189,25 @@ fn count_servers() -> usize {
         .count()
 }
 
+/// A `/mcp` client that records notices.
+#[derive(Default)]
+struct Notices(Mutex<Vec<String>>);
+
+impl pi_mcp::command::CommandUi for Notices {
+    fn notify(&self, message: String, _kind: Notice) -> BoxFuture<'_, ()> {
+        self.0.lock().unwrap().push(message);
+        Box::pin(async {})
+    }
+    fn select(&self, _: String, _: Vec<String>) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+    fn input(&self, _: String, _: String, _: CancellationToken) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+    fn open_url(&self, _: &str) {}
+    fn servers_changed(&self) {}
+}
+
 #[derive(Default)]
 struct Host {
     activated: Mutex<Vec<String>>,
@@ -295,9 +315,10 @@ async fn the_manager_names_tools_activates_direct_ones_and_lists_indirect_server
             .all(|n| n.starts_with("MCP servers need attention")),
         "{notices:?}"
     );
-    let status = manager.command("").await;
+    let ui = Notices::default();
+    manager.command("", &ui).await;
     assert_eq!(
-        status[0].0,
+        ui.0.lock().unwrap()[0],
         "dev-tools: connected, 7 tools (direct)\nsearch: connected, 7 tools (deferred)\nbroken: failed (direct)\n    MCP connection closed\n    boom"
     );
     manager.shutdown().await;

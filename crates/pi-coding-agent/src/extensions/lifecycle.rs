@@ -27,6 +27,10 @@ impl Runtime {
     /// An `extension_ui_response` from the client, for the dialog with its id (unknown ids are
     /// ignored by the host, as Pi ignores them).
     pub fn extension_ui_response(&self, response: &pi_protocol::command::ExtensionUiResponse) {
+        // `/mcp` (built in) asks its own questions.
+        if self.core.tools.mcp.answer_dialog(response) {
+            return;
+        }
         let Some(host) = self.core.ext.host() else {
             return;
         };
