@@ -57,7 +57,8 @@ struct Env {
     dir: pi_test_support::TempDir,
     program: PathBuf,
     path: String,
-    url: String,
+    /// Server URLs (and their callback ids) with the names they get in the transcript.
+    urls: Vec<(String, String)>,
 }
 
 impl Env {
@@ -74,14 +75,16 @@ impl Env {
             .env("HOME", self.root().join("home"))
             .env("PI_CODING_AGENT_DIR", self.root().join("agent"))
             .env("PI_OFFLINE", "1")
+            .env("PRIVATE_SECRET", "s3cret")
             .env("XDG_LOG", self.root().join("xdg.log"));
         c
     }
 
     fn norm(&self, s: &str) -> String {
-        let mut s = s
-            .replace(&self.url, "<URL>")
-            .replace(&self.root().display().to_string(), "<T>");
+        let mut s = s.replace(&self.root().display().to_string(), "<T>");
+        for (url, name) in &self.urls {
+            s = s.replace(url, name);
+        }
         for (pattern, with) in [
             (r"127\.0\.0\.1(%3A|:)\d+", "127.0.0.1${1}P"),
             (r"(state|code_challenge)=[^&\x22\\\s]*", "${1}=X"),
@@ -308,7 +311,7 @@ fn signing_in_to_oauth_servers_matches_the_reference() {
             dir.path().join("bin").display(),
             node.display()
         ),
-        url: server.url(),
+        urls: vec![(server.url(), "<URL>".into())],
         program,
         dir,
     };
@@ -327,6 +330,114 @@ fn signing_in_to_oauth_servers_matches_the_reference() {
     cli(&env, &mut out, &["login", "web", "--timeout", "0"], false);
     rpc_steps(&env, &mut out);
     let fixture = manifest.join(FIXTURE);
+    if reference.is_some() {
+        std::fs::write(&fixture, &out).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&fixture).unwrap();
+    assert_eq!(out, expected);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// How pi identifies itself: its Client ID Metadata Document (general, or specific to the MCP
+/// server when the authorization server does not send `iss`), dynamic registration when
+/// `clientName` or `clientRegistration: "dcr"` asks for it, a pre-registered confidential
+/// client (right and wrong secret), and `clientRegistration: "cimd"` where documents are not
+/// supported.
+#[test]
+fn client_identification_matches_the_reference() {
+    use pi_test_support::mcp_http::{HttpOptions, OAuthOptions, serve};
+    let reference = std::env::var("MCP_OAUTH_REFERENCE").ok();
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let program = match &reference {
+        Some(p) => std::fs::canonicalize(manifest.join("../..").join(p)).unwrap(),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_pi")),
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let start = |oauth: OAuthOptions| {
+        let options = HttpOptions {
+            server: pi_test_support::mcp_server::ServerOptions::from_args(Vec::<String>::new())
+                .unwrap(),
+            oauth: Some(oauth),
+            ..Default::default()
+        };
+        rt.block_on(serve(options, 0)).unwrap()
+    };
+    let with_iss = start(OAuthOptions {
+        metadata_documents: true,
+        iss: true,
+        ..Default::default()
+    });
+    let without_iss = start(OAuthOptions {
+        metadata_documents: true,
+        ..Default::default()
+    });
+    let confidential = start(OAuthOptions {
+        client: Some(("pre-1".into(), "s3cret".into())),
+        ..Default::default()
+    });
+    let plain = start(OAuthOptions::default());
+    let dir = pi_test_support::TempDir::new();
+    for sub in ["home", "agent", "work", "bin"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    let open = dir.path().join("bin/xdg-open");
+    std::fs::write(&open, "#!/bin/sh\necho \"$1\" >> \"$XDG_LOG\"\n").unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let port = free_port();
+    let servers = json!({"mcpServers": {
+        "docs": {"url": with_iss.url()},
+        "docs2": {"url": without_iss.url()},
+        "named": {"url": without_iss.url(), "oauth": {"clientName": "Claude Code"}},
+        "dcr": {"url": with_iss.url(), "oauth": {"clientRegistration": "dcr"}},
+        "private": {"url": confidential.url(),
+            "oauth": {"clientId": "pre-1", "clientSecret": "${PRIVATE_SECRET}", "callbackPort": port}},
+        "wrong": {"url": confidential.url(), "oauth": {"clientId": "pre-1", "clientSecret": "nope"}},
+        "strict": {"url": plain.url(), "oauth": {"clientRegistration": "cimd"}},
+    }});
+    std::fs::write(dir.path().join("agent/mcp.json"), servers.to_string()).unwrap();
+    let node = manifest.join("../../conformance/.reference/node22/package/bin");
+    let mut urls = Vec::new();
+    for (server, name) in [
+        (&with_iss, "A"),
+        (&without_iss, "B"),
+        (&confidential, "C"),
+        (&plain, "D"),
+    ] {
+        urls.push((server.url(), format!("<URL-{name}>")));
+        let id = pi_mcp::oauth::flow::callback_id(&server.url());
+        urls.push((id, format!("<ID-{name}>")));
+    }
+    let env = Env {
+        path: format!(
+            "{}:{}:/usr/bin:/bin",
+            dir.path().join("bin").display(),
+            node.display()
+        ),
+        urls,
+        program,
+        dir,
+    };
+    let mut out = String::new();
+    cli(&env, &mut out, &["list"], false);
+    for name in ["docs", "docs2", "named", "dcr", "private"] {
+        cli(&env, &mut out, &["login", name], true);
+    }
+    cli(&env, &mut out, &["login", "wrong"], true);
+    cli(&env, &mut out, &["login", "strict"], false);
+    out.push_str("== mcp-auth.json\n");
+    out.push_str(
+        &env.norm(&std::fs::read_to_string(env.root().join("agent/mcp-auth.json")).unwrap()),
+    );
+    cli(&env, &mut out, &["list"], false);
+    let fixture = manifest.join("tests/fixtures/mcp_oauth_clients.txt");
     if reference.is_some() {
         std::fs::write(&fixture, &out).unwrap();
         return;

@@ -13,7 +13,9 @@
 //! (`/.well-known/oauth-protected-resource/mcp`) and authorization server metadata
 //! (`/.well-known/oauth-authorization-server`), registers clients (`POST /register`), approves
 //! every authorization request at once (`GET /authorize` redirects to the client's redirect URI
-//! with a code), and issues and rotates tokens (`POST /token`, PKCE S256 checked).
+//! with a code), and issues and rotates tokens (`POST /token`, PKCE S256 checked). Optionally it
+//! accepts pi's Client ID Metadata Documents, sends `iss` (RFC 9207), or knows a pre-registered
+//! confidential client.
 
 use crate::mcp_server::{self, ServerOptions};
 use crate::mock::http::{HttpRequest, read_request};
@@ -35,6 +37,16 @@ pub struct OAuthOptions {
     pub scopes: Option<Vec<String>>,
     /// Issue refresh tokens (rotated on every refresh).
     pub refresh_tokens: bool,
+    /// Accept Client ID Metadata Documents (`client_id_metadata_document_supported`) of pi's
+    /// base URL, without fetching them: their redirect URIs are known (`/callback` on loopback,
+    /// `/callback/<id>` for a server-specific document).
+    pub metadata_documents: bool,
+    /// Send `iss` with authorization responses (RFC 9207) and say so in the metadata.
+    pub iss: bool,
+    /// A pre-registered confidential client `(client_id, client_secret)`: any loopback
+    /// redirect URI, authenticated at the token endpoint with `client_secret_basic` or
+    /// `client_secret_post`.
+    pub client: Option<(String, String)>,
 }
 
 impl Default for OAuthOptions {
@@ -43,6 +55,9 @@ impl Default for OAuthOptions {
             expires_in: 3600,
             scopes: None,
             refresh_tokens: true,
+            metadata_documents: false,
+            iss: false,
+            client: None,
         }
     }
 }
@@ -307,6 +322,45 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
+/// `(host, path)` of a loopback `http` redirect URI.
+fn loopback_redirect(uri: &str) -> Option<(String, String)> {
+    let rest = uri.strip_prefix("http://")?;
+    let (authority, path) = rest.split_at(rest.find('/')?);
+    let host = authority.rsplit_once(':').map_or(authority, |(h, _)| h);
+    matches!(host, "127.0.0.1" | "localhost").then(|| (host.to_string(), path.to_string()))
+}
+
+/// Whether pi's metadata document `client_id` lists `redirect_uri`: `client.json` lists
+/// `/callback`, `<id>/client.json` lists `/callback/<id>`, on loopback with any port.
+fn document_lists(client_id: &str, redirect_uri: &str) -> bool {
+    let Some(doc) = client_id.strip_prefix("https://pi.dev/oauth/") else {
+        return false;
+    };
+    let Some((_, path)) = loopback_redirect(redirect_uri) else {
+        return false;
+    };
+    match doc.strip_suffix("/client.json") {
+        Some(id) => path == format!("/callback/{id}"),
+        None => doc == "client.json" && path == "/callback",
+    }
+}
+
+/// `Authorization: Basic` client credentials (each part form-encoded, RFC 6749 2.3.1).
+fn basic_credentials(req: &HttpRequest) -> Option<(String, Option<String>)> {
+    let b64 = req.header("authorization")?.strip_prefix("Basic ")?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (id, secret) = text.split_once(':')?;
+    let pair = form(&format!("id={id}&secret={secret}"));
+    let get = |k: &str| {
+        pair.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    Some((get("id"), Some(get("secret"))))
+}
+
 fn s256(verifier: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
@@ -424,9 +478,12 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
             }
             json_reply("200 OK", &meta)
         }
-        ("GET", "/.well-known/oauth-authorization-server") => json_reply(
-            "200 OK",
-            &json!({
+        ("GET", "/.well-known/oauth-authorization-server") => {
+            let mut methods = vec!["none"];
+            if o.client.is_some() {
+                methods.extend(["client_secret_basic", "client_secret_post"]);
+            }
+            let mut meta = json!({
                 "issuer": origin,
                 "authorization_endpoint": format!("{origin}/authorize"),
                 "token_endpoint": format!("{origin}/token"),
@@ -434,9 +491,16 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
-                "token_endpoint_auth_methods_supported": ["none"],
-            }),
-        ),
+                "token_endpoint_auth_methods_supported": methods,
+            });
+            if o.metadata_documents {
+                meta["client_id_metadata_document_supported"] = json!(true);
+            }
+            if o.iss {
+                meta["authorization_response_iss_parameter_supported"] = json!(true);
+            }
+            json_reply("200 OK", &meta)
+        }
         ("POST", "/register") => {
             let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&req.body) else {
                 return json_reply(
@@ -466,7 +530,10 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
             let registered = lock(&shared.auth)
                 .clients
                 .get(&client_id)
-                .is_some_and(|uris| uris.contains(&redirect_uri));
+                .is_some_and(|uris| uris.contains(&redirect_uri))
+                || (o.metadata_documents && document_lists(&client_id, &redirect_uri))
+                || (o.client.as_ref().is_some_and(|(id, _)| *id == client_id)
+                    && loopback_redirect(&redirect_uri).is_some());
             if !registered || get("code_challenge_method") != "S256" {
                 return response("400 Bad Request", &[], "invalid authorization request");
             }
@@ -480,16 +547,35 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
                     scope: q.get("scope").and_then(Value::as_str).map(str::to_string),
                 },
             );
-            let location = format!(
+            let mut location = format!(
                 "{redirect_uri}?code={}&state={}",
                 encode(&code),
                 encode(&get("state"))
             );
+            if o.iss {
+                location.push_str(&format!("&iss={}", encode(&origin)));
+            }
             response("302 Found", &[("location", location)], "")
         }
         ("POST", "/token") => {
             let f = form(&String::from_utf8_lossy(&req.body));
             let get = |k: &str| f.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            // The client: `client_secret_basic`, else the form's `client_id` (and secret).
+            let (client_id, secret) = match basic_credentials(req) {
+                Some(pair) => pair,
+                None => (
+                    get("client_id"),
+                    f.get("client_secret")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                ),
+            };
+            if let Some((id, expected)) = &o.client
+                && *id == client_id
+                && secret.as_ref() != Some(expected)
+            {
+                return json_reply("401 Unauthorized", &json!({"error": "invalid_client"}));
+            }
             let invalid_grant = |d: &str| {
                 json_reply(
                     "400 Bad Request",
@@ -501,7 +587,7 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
                     let Some(code) = lock(&shared.auth).codes.remove(&get("code")) else {
                         return invalid_grant("Unknown authorization code");
                     };
-                    if code.client_id != get("client_id")
+                    if code.client_id != client_id
                         || code.redirect_uri != get("redirect_uri")
                         || code.challenge != s256(&get("code_verifier"))
                     {
