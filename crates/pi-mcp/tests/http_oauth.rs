@@ -322,3 +322,69 @@ async fn tokens_about_to_expire_are_refreshed_before_they_are_sent() {
     assert!(count(&server.log, "POST /token") >= 2);
     conn.close().await;
 }
+
+/// The `scope` parameter of an authorization URL.
+fn requested_scope(url: &str) -> Option<String> {
+    reqwest::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned())
+}
+
+#[tokio::test]
+async fn a_server_asking_for_more_scope_needs_a_new_sign_in_that_keeps_the_old_scope() {
+    let oauth = OAuthOptions {
+        scopes: Some(vec!["files:read".into()]),
+        tool_scopes: vec![("add".into(), "files:write".into())],
+        ..OAuthOptions::default()
+    };
+    let server = mcp_http::serve(options(Some(oauth)), 0).await.unwrap();
+    let dir = pi_test_support::TempDir::new();
+    let conn = connection(&server.url(), dir.path(), Arc::default());
+    assert!(conn.client().await.is_err());
+    let browser = Browser::new(false);
+    sign_in(&conn, dir.path(), &browser).await;
+    let first = browser.opened.lock().unwrap()[0].clone();
+    // The resource's scopes_supported when nothing else names a scope.
+    assert_eq!(requested_scope(&first).as_deref(), Some("files:read"));
+    conn.reconnect().await.unwrap();
+    let call = |tool: &'static str, args: Value| {
+        let conn = Arc::clone(&conn);
+        async move {
+            conn.call_tool(tool, args, &CancellationToken::new(), None)
+                .await
+        }
+    };
+    let r = call("echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(r["content"][0]["text"], json!("hi"));
+
+    // 403 insufficient_scope: no refresh (it would keep the scope), the user signs in again.
+    let e = call("add", json!({"a": 1, "b": 2})).await.unwrap_err();
+    assert_eq!(
+        e,
+        "MCP server \"web\" requires sign-in. Run /mcp to sign in."
+    );
+    assert_eq!(conn.state(), Some(State::NeedsAuth));
+    let challenge = conn.challenge().unwrap();
+    assert_eq!(challenge.error.as_deref(), Some("insufficient_scope"));
+    assert_eq!(challenge.scope.as_deref(), Some("files:write"));
+    assert_eq!(count(&server.log, "POST /token"), 1);
+
+    // The new grant asks for the challenged scope on top of the granted one, without trying
+    // the stored refresh token first.
+    let browser = Browser::new(false);
+    sign_in(&conn, dir.path(), &browser).await;
+    let second = browser.opened.lock().unwrap()[0].clone();
+    assert_eq!(
+        requested_scope(&second).as_deref(),
+        Some("files:read files:write")
+    );
+    assert_eq!(count(&server.log, "POST /token"), 2);
+    conn.reconnect().await.unwrap();
+    let r = call("add", json!({"a": 1, "b": 2})).await.unwrap();
+    assert!(r["isError"] != json!(true), "{r}");
+    let r = call("echo", json!({"text": "still"})).await.unwrap();
+    assert_eq!(r["content"][0]["text"], json!("still"));
+    conn.close().await;
+}

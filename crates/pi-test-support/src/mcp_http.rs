@@ -47,6 +47,9 @@ pub struct OAuthOptions {
     /// redirect URI, authenticated at the token endpoint with `client_secret_basic` or
     /// `client_secret_post`.
     pub client: Option<(String, String)>,
+    /// Tools whose calls need a scope `(tool, scope)`: without it the call gets 403 with an
+    /// `insufficient_scope` challenge naming that scope (step-up authorization).
+    pub tool_scopes: Vec<(String, String)>,
 }
 
 impl Default for OAuthOptions {
@@ -58,6 +61,7 @@ impl Default for OAuthOptions {
             metadata_documents: false,
             iss: false,
             client: None,
+            tool_scopes: Vec::new(),
         }
     }
 }
@@ -82,8 +86,9 @@ struct Code {
 struct Auth {
     clients: HashMap<String, Vec<String>>,
     codes: HashMap<String, Code>,
-    access: HashSet<String>,
-    refresh: HashSet<String>,
+    /// Access and refresh tokens with the scope they grant (`""` for none).
+    access: HashMap<String, String>,
+    refresh: HashMap<String, String>,
 }
 
 struct Shared {
@@ -361,6 +366,20 @@ fn basic_credentials(req: &HttpRequest) -> Option<(String, Option<String>)> {
     Some((get("id"), Some(get("secret"))))
 }
 
+/// The scope a `tools/call` in `body` needs, if its tool is one of `tool_scopes`.
+fn needed_scope<'a>(shared: &'a Shared, body: &str) -> Option<&'a str> {
+    let o = shared.opts.oauth.as_ref()?;
+    let msg: Value = serde_json::from_str(body).ok()?;
+    if msg.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    let tool = msg.get("params")?.get("name")?.as_str()?;
+    o.tool_scopes
+        .iter()
+        .find(|(t, _)| t == tool)
+        .map(|(_, s)| s.as_str())
+}
+
 fn s256(verifier: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
@@ -390,15 +409,26 @@ fn answer(shared: &Shared, log: &Mutex<Vec<String>>, req: &HttpRequest) -> Reply
             .header("authorization")
             .and_then(|h| h.strip_prefix("Bearer "))
             .unwrap_or("");
-        if !lock(&shared.auth).access.contains(token) {
-            let challenge = format!(
-                "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
-                shared.origin()
-            );
+        let metadata = format!(
+            "resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+            shared.origin()
+        );
+        let Some(granted) = lock(&shared.auth).access.get(token).cloned() else {
             return response(
                 "401 Unauthorized",
-                &[("www-authenticate", challenge)],
+                &[("www-authenticate", format!("Bearer {metadata}"))],
                 "unauthorized",
+            );
+        };
+        if let Some(needed) = needed_scope(shared, &body)
+            && !granted.split_whitespace().any(|g| g == needed)
+        {
+            let challenge =
+                format!("Bearer error=\"insufficient_scope\", scope=\"{needed}\", {metadata}");
+            return response(
+                "403 Forbidden",
+                &[("www-authenticate", challenge)],
+                "insufficient scope",
             );
         }
     }
@@ -582,6 +612,7 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
                     &json!({"error": "invalid_grant", "error_description": d}),
                 )
             };
+            let mut granted_on_refresh = None;
             let scope = match get("grant_type").as_str() {
                 "authorization_code" => {
                     let Some(code) = lock(&shared.auth).codes.remove(&get("code")) else {
@@ -596,9 +627,12 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
                     code.scope
                 }
                 "refresh_token" => {
-                    if !lock(&shared.auth).refresh.remove(&get("refresh_token")) {
+                    let Some(granted) = lock(&shared.auth).refresh.remove(&get("refresh_token"))
+                    else {
                         return invalid_grant("Unknown refresh token");
-                    }
+                    };
+                    // The answer names no scope: the grant's scope stays (RFC 6749 §6).
+                    granted_on_refresh = Some(granted);
                     None
                 }
                 _ => {
@@ -614,11 +648,14 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
                 "token_type": "Bearer",
                 "expires_in": o.expires_in,
             });
+            let granted = granted_on_refresh
+                .or_else(|| scope.clone())
+                .unwrap_or_default();
             let mut auth = lock(&shared.auth);
-            auth.access.insert(access);
+            auth.access.insert(access, granted.clone());
             if o.refresh_tokens {
                 let refresh = shared.next("refresh");
-                auth.refresh.insert(refresh.clone());
+                auth.refresh.insert(refresh.clone(), granted);
                 tokens["refresh_token"] = json!(refresh);
             }
             if let Some(s) = scope {
