@@ -388,3 +388,69 @@ async fn a_server_asking_for_more_scope_needs_a_new_sign_in_that_keeps_the_old_s
     assert_eq!(r["content"][0]["text"], json!("still"));
     conn.close().await;
 }
+
+#[tokio::test]
+async fn a_dropped_get_stream_is_opened_again_after_a_pause() {
+    let server = mcp_http::serve(options(None), 0).await.unwrap();
+    let dir = pi_test_support::TempDir::new();
+    let changes = Arc::new(AtomicUsize::new(0));
+    let conn = connection(&server.url(), dir.path(), Arc::clone(&changes));
+    conn.client().await.unwrap();
+    wait_until("the GET stream", || server.get_streams() == 1).await;
+    let gets = || count(&server.log, "GET session-1");
+    assert_eq!(gets(), 1);
+    server.drop_streams();
+    let dropped = std::time::Instant::now();
+    wait_until("the GET stream again", || server.get_streams() == 1).await;
+    // Reopened after the first back-off delay (1 s), on the same session.
+    assert!(
+        dropped.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        dropped.elapsed()
+    );
+    assert_eq!(gets(), 2);
+    server.notify(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    wait_until("the refreshed tool list", || {
+        changes.load(Ordering::SeqCst) == 2
+    })
+    .await;
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn a_response_stream_cut_off_is_resumed_with_its_last_event_id() {
+    let server = mcp_http::serve(
+        HttpOptions {
+            cut_call_streams: 1,
+            get_stream: false,
+            ..options(None)
+        },
+        0,
+    )
+    .await
+    .unwrap();
+    let dir = pi_test_support::TempDir::new();
+    let conn = connection(&server.url(), dir.path(), Arc::default());
+    conn.client().await.unwrap();
+    let started = std::time::Instant::now();
+    let r = conn
+        .call_tool(
+            "echo",
+            json!({"text": "resumed"}),
+            &CancellationToken::new(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["content"][0]["text"], json!("resumed"));
+    // The server's `retry: 50` replaces the 1 s back-off.
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    // Sent once, then fetched with GET (the first GET is the server-to-client stream, 405).
+    assert_eq!(count(&server.log, "\"tools/call\""), 1);
+    assert_eq!(count(&server.log, "GET session-1"), 2);
+    conn.close().await;
+}

@@ -73,6 +73,10 @@ pub struct HttpOptions {
     pub fail_first: usize,
     pub oauth: Option<OAuthOptions>,
     pub get_stream: bool,
+    /// The first this many `tools/call` streams end after a priming event (an `id`, a
+    /// `retry: 50` and no data) without the answer, which a `GET` with that `Last-Event-ID`
+    /// then replays (a server closing response streams at will, as the spec allows).
+    pub cut_call_streams: usize,
 }
 
 struct Code {
@@ -99,6 +103,9 @@ struct Shared {
     sessions: Mutex<HashSet<String>>,
     auth: Mutex<Auth>,
     streams: Mutex<Vec<mpsc::UnboundedSender<String>>>,
+    cuts: AtomicUsize,
+    /// What a cut stream still owed, by the id of its last event.
+    replay: Mutex<HashMap<String, String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -194,6 +201,8 @@ pub async fn serve(opts: HttpOptions, port: u16) -> std::io::Result<HttpServer> 
     let log: Arc<Mutex<Vec<String>>> = Arc::default();
     let shared = Arc::new(Shared {
         failures: AtomicUsize::new(opts.fail_first),
+        cuts: AtomicUsize::new(opts.cut_call_streams),
+        replay: Mutex::default(),
         opts,
         port,
         counter: AtomicUsize::new(0),
@@ -439,6 +448,13 @@ fn answer(shared: &Shared, log: &Mutex<Vec<String>>, req: &HttpRequest) -> Reply
             return response("200 OK", &[], "");
         }
         "GET" => {
+            if let Some(last) = req.header("last-event-id") {
+                let Some(sse) = lock(&shared.replay).remove(last) else {
+                    return response("404 Not Found", &[], "unknown event id");
+                };
+                let headers = [("content-type", "text/event-stream".to_string())];
+                return response("200 OK", &headers, &sse);
+            }
             if !shared.opts.get_stream {
                 return response("405 Method Not Allowed", &[], "");
             }
@@ -482,6 +498,15 @@ fn answer(shared: &Shared, log: &Mutex<Vec<String>>, req: &HttpRequest) -> Reply
             sse.push_str(&format!("event: message\ndata: {line}\n\n"));
         }
         sse.push_str(&format!("event: message\ndata: {reply}\n\n"));
+        if shared
+            .cuts
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            let id = shared.next("event");
+            lock(&shared.replay).insert(id.clone(), sse);
+            sse = format!("id: {id}\nretry: 50\ndata: \n\n");
+        }
         let headers = [
             ("content-type", "text/event-stream".to_string()),
             session_header,
