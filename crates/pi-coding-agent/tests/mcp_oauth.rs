@@ -1,7 +1,8 @@
 //! Signing in to an OAuth MCP server, against the recorded behaviour of Pi 1.6.0
-//! (`tests/fixtures/mcp_oauth.txt`): `pi mcp list|login|logout` and `/mcp`, `/mcp login`,
-//! `/mcp logout` over RPC, with the HTTP test server of `pi-test-support` behind its loopback
-//! authorization server. The browser is played by the test: a fake `xdg-open` records the URL,
+//! (`tests/fixtures/mcp_oauth*.txt`): `pi mcp list|login|logout` and `/mcp`, `/mcp login`,
+//! `/mcp logout` over RPC, how pi identifies itself as a client, and a running session picking
+//! up a sign-in on its next turn, with the HTTP test server of `pi-test-support` behind its
+//! loopback authorization server. The browser is played by the test: a fake `xdg-open` records the URL,
 //! the test opens it (the server approves at once) and follows the redirect to pi's loopback
 //! callback, or pastes the redirect URL into pi's input dialog.
 //!
@@ -94,6 +95,8 @@ impl Env {
             ),
             (r#""tokensExpireAt": \d+"#, r#""tokensExpireAt": N"#),
             (r#""(oauthState|codeVerifier)": "[^"]*""#, r#""${1}": S"#),
+            (r#""durationMs":[\d.]+"#, r#""durationMs":N"#),
+            (r"Wall time [\d.]+ seconds", "Wall time T seconds"),
         ] {
             s = regex::Regex::new(pattern)
                 .unwrap()
@@ -438,6 +441,174 @@ fn client_identification_matches_the_reference() {
     );
     cli(&env, &mut out, &["list"], false);
     let fixture = manifest.join("tests/fixtures/mcp_oauth_clients.txt");
+    if reference.is_some() {
+        std::fs::write(&fixture, &out).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&fixture).unwrap();
+    assert_eq!(out, expected);
+}
+
+/// What a model request shows of MCP: the declared tools and every paragraph that speaks of
+/// MCP servers (the `mcp_servers` section, wherever it is).
+fn mcp_view(body: &Value) -> String {
+    fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = format!("tools: {}\n", tools.join(", "));
+    let mut texts = Vec::new();
+    strings(&body["messages"], &mut texts);
+    for text in texts {
+        for para in text.split("\n\n") {
+            if para.contains("<mcp_servers>") || para.contains("MCP servers whose") {
+                out.push_str(&format!("> {}\n", para.replace('\n', "\n> ")));
+            }
+        }
+    }
+    out
+}
+
+/// A session started while the server needs sign-in picks up a `pi mcp login` made in another
+/// process on its next turn: the server connects and a codemode script calls its tool.
+#[test]
+fn a_running_session_uses_a_sign_in_made_elsewhere_on_its_next_turn() {
+    use pi_test_support::mock::{MockLlm, Reply};
+    let reference = std::env::var("MCP_OAUTH_REFERENCE").ok();
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let program = match &reference {
+        Some(p) => std::fs::canonicalize(manifest.join("../..").join(p)).unwrap(),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_pi")),
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let options = pi_test_support::mcp_http::HttpOptions {
+        server: pi_test_support::mcp_server::ServerOptions::from_args(Vec::<String>::new())
+            .unwrap(),
+        oauth: Some(Default::default()),
+        ..Default::default()
+    };
+    let server = rt
+        .block_on(pi_test_support::mcp_http::serve(options, 0))
+        .unwrap();
+    let replies: Vec<Reply> = serde_json::from_value(json!([
+        {"text": "one"},
+        {"stream": [{"tool_call": {"id": "call_1", "name": "codemode", "args": {"code":
+            "const r = await tools.mcp__web__echo({ text: \"signed in\" });\nreturn r.content[0].text;"}}}]},
+        {"text": "two"}
+    ]))
+    .unwrap();
+    let mock = rt.block_on(MockLlm::start(replies)).unwrap();
+    let dir = pi_test_support::TempDir::new();
+    for sub in ["home", "agent", "work", "bin"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    let open = dir.path().join("bin/xdg-open");
+    std::fs::write(&open, "#!/bin/sh\necho \"$1\" >> \"$XDG_LOG\"\n").unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.path().join("agent/mcp.json"),
+        json!({"mcpServers": {"web": {"url": server.url()}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agent/models.json"),
+        pi_test_support::conformance::sandbox::default_models(mock.port()).to_string(),
+    )
+    .unwrap();
+    let node = manifest.join("../../conformance/.reference/node22/package/bin");
+    let env = Env {
+        path: format!(
+            "{}:{}:/usr/bin:/bin",
+            dir.path().join("bin").display(),
+            node.display()
+        ),
+        urls: vec![(server.url(), "<URL>".into())],
+        program,
+        dir,
+    };
+    let mut child = env
+        .command(&[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "mock-openai",
+            "--model",
+            "mock-gpt",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut rpc = Rpc {
+        stdin: child.stdin.take().unwrap(),
+        lines,
+        child,
+    };
+    // Only what speaks of the server: notices, tool results, the end of each run.
+    let keep = |v: &Value| {
+        matches!(
+            v["type"].as_str(),
+            Some("extension_ui_request" | "tool_execution_end" | "agent_end")
+        ) || v["type"] == "response"
+    };
+    let mut out = String::new();
+    let record_until = |rpc: &Rpc, out: &mut String, done: &dyn Fn(&Value) -> bool| loop {
+        let line = rpc
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("pi went quiet");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if keep(&v) {
+            let shown = if v["type"] == "agent_end" {
+                json!({"type": "agent_end"})
+            } else {
+                v.clone()
+            };
+            out.push_str(&env.norm(&shown.to_string()));
+            out.push('\n');
+        }
+        if done(&v) {
+            break;
+        }
+    };
+    out.push_str("## first turn (needs sign-in)\n");
+    rpc.send(json!({"id": "1", "type": "prompt", "message": "first"}));
+    record_until(&rpc, &mut out, &|v| v["type"] == "agent_end");
+    cli(&env, &mut out, &["login", "web"], true);
+    out.push_str("## second turn\n");
+    rpc.send(json!({"id": "2", "type": "prompt", "message": "second"}));
+    record_until(&rpc, &mut out, &|v| v["type"] == "agent_end");
+    drop(rpc.stdin);
+    let _ = rpc.child.wait();
+    for (i, req) in mock.requests().iter().enumerate() {
+        out.push_str(&format!("## model request {}\n", i + 1));
+        out.push_str(&env.norm(&mcp_view(&req.body)));
+    }
+    let fixture = manifest.join("tests/fixtures/mcp_oauth_next_turn.txt");
     if reference.is_some() {
         std::fs::write(&fixture, &out).unwrap();
         return;
