@@ -404,6 +404,8 @@ fn client_identification_matches_the_reference() {
             "oauth": {"clientId": "pre-1", "clientSecret": "${PRIVATE_SECRET}", "callbackPort": port}},
         "wrong": {"url": confidential.url(), "oauth": {"clientId": "pre-1", "clientSecret": "nope"}},
         "strict": {"url": plain.url(), "oauth": {"clientRegistration": "cimd"}},
+        "custom": {"url": plain.url(), "oauth": {"authServerMetadataUrl":
+            format!("http://127.0.0.1:{}/.well-known/openid-configuration", plain.port)}},
     }});
     std::fs::write(dir.path().join("agent/mcp.json"), servers.to_string()).unwrap();
     let node = manifest.join("../../conformance/.reference/node22/package/bin");
@@ -435,11 +437,29 @@ fn client_identification_matches_the_reference() {
     }
     cli(&env, &mut out, &["login", "wrong"], true);
     cli(&env, &mut out, &["login", "strict"], false);
+    cli(&env, &mut out, &["login", "custom"], true);
     out.push_str("== mcp-auth.json\n");
     out.push_str(
         &env.norm(&std::fs::read_to_string(env.root().join("agent/mcp-auth.json")).unwrap()),
     );
     cli(&env, &mut out, &["list"], false);
+    // What each authorization server was asked, in order (`/mcp` requests left out).
+    for (server, name) in [
+        (&with_iss, "A"),
+        (&without_iss, "B"),
+        (&confidential, "C"),
+        (&plain, "D"),
+    ] {
+        out.push_str(&format!("== requests to {name}\n"));
+        for line in server.log.lock().unwrap().iter() {
+            if !line.starts_with("POST -")
+                && !line.contains(" session-")
+                && !line.starts_with("GET -")
+            {
+                out.push_str(&format!("{line}\n"));
+            }
+        }
+    }
     let fixture = manifest.join("tests/fixtures/mcp_oauth_clients.txt");
     if reference.is_some() {
         std::fs::write(&fixture, &out).unwrap();

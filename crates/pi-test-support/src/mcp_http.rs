@@ -533,7 +533,11 @@ fn oauth(shared: &Shared, o: &OAuthOptions, req: &HttpRequest, path: &str) -> Re
             }
             json_reply("200 OK", &meta)
         }
-        ("GET", "/.well-known/oauth-authorization-server") => {
+        // The same document where OpenID Connect keeps it (for `authServerMetadataUrl`).
+        (
+            "GET",
+            "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration",
+        ) => {
             let mut methods = vec!["none"];
             if o.client.is_some() {
                 methods.extend(["client_secret_basic", "client_secret_post"]);
