@@ -526,7 +526,13 @@ fn a_running_session_uses_a_sign_in_made_elsewhere_on_its_next_turn() {
         {"text": "one"},
         {"stream": [{"tool_call": {"id": "call_1", "name": "codemode", "args": {"code":
             "const r = await tools.mcp__web__echo({ text: \"signed in\" });\nreturn r.content[0].text;"}}}]},
-        {"text": "two"}
+        {"text": "two"},
+        {"stream": [{"tool_call": {"id": "call_2", "name": "codemode", "args": {"code":
+            "const r = await tools.mcp__web__echo({ text: \"refreshed\" });\nreturn r.content[0].text;"}}}]},
+        {"text": "three"},
+        {"stream": [{"tool_call": {"id": "call_3", "name": "codemode", "args": {"code":
+            "const r = await tools.mcp__web__echo({ text: \"gone\" });\nreturn r.content[0].text;"}}}]},
+        {"text": "four"}
     ]))
     .unwrap();
     let mock = rt.block_on(MockLlm::start(replies)).unwrap();
@@ -622,8 +628,28 @@ fn a_running_session_uses_a_sign_in_made_elsewhere_on_its_next_turn() {
     out.push_str("## second turn\n");
     rpc.send(json!({"id": "2", "type": "prompt", "message": "second"}));
     record_until(&rpc, &mut out, &|v| v["type"] == "agent_end");
+    out.push_str("## third turn (access token rejected: refreshed)\n");
+    server.revoke_access_tokens();
+    rpc.send(json!({"id": "3", "type": "prompt", "message": "third"}));
+    record_until(&rpc, &mut out, &|v| v["type"] == "agent_end");
+    out.push_str("## fourth turn (grant gone)\n");
+    server.revoke_access_tokens();
+    server.revoke_refresh_tokens();
+    rpc.send(json!({"id": "4", "type": "prompt", "message": "fourth"}));
+    record_until(&rpc, &mut out, &|v| v["type"] == "agent_end");
+    rpc.send(json!({"id": "5", "type": "prompt", "message": "/mcp"}));
+    record_until(&rpc, &mut out, &|v| {
+        v["type"] == "response" && v["id"] == "5"
+    });
     drop(rpc.stdin);
     let _ = rpc.child.wait();
+    out.push_str("## authorization server requests\n");
+    for line in server.log.lock().unwrap().iter() {
+        if !line.starts_with("POST -") && !line.contains(" session-") && !line.starts_with("GET -")
+        {
+            out.push_str(&format!("{line}\n"));
+        }
+    }
     for (i, req) in mock.requests().iter().enumerate() {
         out.push_str(&format!("## model request {}\n", i + 1));
         out.push_str(&env.norm(&mcp_view(&req.body)));
@@ -632,6 +658,9 @@ fn a_running_session_uses_a_sign_in_made_elsewhere_on_its_next_turn() {
     if reference.is_some() {
         std::fs::write(&fixture, &out).unwrap();
         return;
+    }
+    if let Ok(p) = std::env::var("MCP_OAUTH_ACTUAL") {
+        std::fs::write(p, &out).unwrap();
     }
     let expected = std::fs::read_to_string(&fixture).unwrap();
     assert_eq!(out, expected);
