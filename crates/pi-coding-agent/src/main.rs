@@ -117,10 +117,31 @@ fn mcp_command(args: &[String]) -> i32 {
         .ok()
         .flatten()
         == Some(true);
+    let registry = std::sync::Arc::new(std::sync::Mutex::new(
+        pi_coding_agent::runtime::cli_registry(),
+    ));
+    let provider_token: pi_mcp::oauth::auth::ProviderToken =
+        std::sync::Arc::new(move |provider: String| {
+            let registry = std::sync::Arc::clone(&registry);
+            Box::pin(async move {
+                let model = registry
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .all_models()
+                    .into_iter()
+                    .find(|m| m.provider == provider)?;
+                pi_registry::request_auth_shared(&registry, &model)
+                    .await
+                    .ok()?
+                    .api_key
+            })
+        });
     let ctx = pi_mcp::cli::CliContext {
         agent_dir,
         cwd,
         project_trusted,
+        provider_token: Some(provider_token),
+        live: true,
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

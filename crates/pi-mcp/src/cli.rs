@@ -3,12 +3,16 @@
 //! when an entry is invalid or an enabled server did not connect.
 
 use crate::config::{self, ServerEntry, Transport};
-use crate::connection::{Connection, State};
+use crate::connection::{AuthEnv, Connection, State};
 use crate::log::ServerLog;
+use crate::oauth::auth::ProviderToken;
+use crate::oauth::signin::{self, BoxFuture, SignIn, SignInPrompt};
+use crate::oauth::store::CredentialStore;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 pub const HELP: &str = r#"Usage:
   pi mcp add <server> [options] -- <command> [args...]
@@ -62,6 +66,20 @@ pub struct CliContext {
     pub cwd: PathBuf,
     /// Whether the project in `cwd` is trusted (its `.pi/mcp.json` is read only then).
     pub project_trusted: bool,
+    /// Credentials of servers with `auth.provider`.
+    pub provider_token: Option<ProviderToken>,
+    /// Print as the command goes (a sign-in shows its URL before it finishes) instead of
+    /// collecting the output.
+    pub live: bool,
+}
+
+impl CliContext {
+    fn auth_env(&self) -> AuthEnv {
+        AuthEnv {
+            credentials: Some(CredentialStore::new(&self.agent_dir)),
+            provider_token: self.provider_token.clone(),
+        }
+    }
 }
 
 /// What the command printed, and its exit code.
@@ -70,15 +88,25 @@ pub struct CliOutput {
     pub stdout: String,
     pub stderr: String,
     pub code: i32,
+    /// Printed at once rather than collected.
+    live: bool,
 }
 
 impl CliOutput {
     fn out(&mut self, line: &str) {
+        if self.live {
+            println!("{line}");
+            return;
+        }
         self.stdout.push_str(line);
         self.stdout.push('\n');
     }
 
     fn err(&mut self, line: &str) -> i32 {
+        if self.live {
+            eprintln!("{line}");
+            return 1;
+        }
         self.stderr.push_str(line);
         self.stderr.push('\n');
         1
@@ -154,7 +182,10 @@ fn parse(
 
 /// Runs `pi mcp <args>`.
 pub async fn run(args: &[String], ctx: &CliContext) -> CliOutput {
-    let mut o = CliOutput::default();
+    let mut o = CliOutput {
+        live: ctx.live,
+        ..CliOutput::default()
+    };
     let command = args.first().map(String::as_str);
     if command.is_none_or(|c| c == "help") || args.iter().any(|a| a == "--help" || a == "-h") {
         o.out(HELP);
@@ -176,7 +207,7 @@ pub async fn run(args: &[String], ctx: &CliContext) -> CliOutput {
             if command == Some("list") {
                 list(rest, loaded, note, ctx, &mut o).await
             } else {
-                login_logout(command.unwrap_or(""), rest, &loaded, note, &mut o)
+                login_logout(command.unwrap_or(""), rest, &loaded, note, ctx, &mut o).await
             }
         }
         other => o.err(&format!("Unknown mcp command \"{other}\".\n{HELP_HINT}")),
@@ -412,17 +443,60 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn uses_oauth(entry: &ServerEntry) -> bool {
-    matches!(&entry.transport, Transport::Http { headers, .. }
-        if !entry.config.contains_key("auth")
-            && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+/// A sign-in in the terminal: the URL on stdout, a pasted redirect URL read from a terminal.
+struct TerminalPrompt {
+    name: String,
+    live: bool,
+    interactive: bool,
+    shown: std::sync::Mutex<Vec<String>>,
 }
 
-fn login_logout(
+impl SignInPrompt for TerminalPrompt {
+    fn show_authorization_url(&self, url: &str) -> BoxFuture<'_, ()> {
+        let line = format!(
+            "Sign in to MCP server \"{}\" in your browser:\n{url}",
+            self.name
+        );
+        if self.live {
+            println!("{line}");
+        } else if let Ok(mut shown) = self.shown.lock() {
+            shown.push(line);
+        }
+        crate::command::open_browser(url);
+        Box::pin(async {})
+    }
+
+    /// Only a terminal can paste; otherwise only the browser's callback finishes the sign-in.
+    fn redirect_url(&self, cancel: CancellationToken) -> BoxFuture<'_, Option<String>> {
+        let interactive = self.interactive;
+        Box::pin(async move {
+            if !interactive {
+                cancel.cancelled().await;
+                return None;
+            }
+            eprint!(
+                "If the browser cannot reach this machine, paste the URL it was redirected to: "
+            );
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let read = std::io::stdin().read_line(&mut line);
+                let _ = tx.send(read.ok().filter(|n| *n > 0).map(|_| line));
+            });
+            tokio::select! {
+                line = rx => line.ok().flatten(),
+                _ = cancel.cancelled() => None,
+            }
+        })
+    }
+}
+
+async fn login_logout(
     command: &str,
     args: &[String],
     loaded: &config::McpConfig,
     note: Option<String>,
+    ctx: &CliContext,
     o: &mut CliOutput,
 ) -> i32 {
     let known: &[(&str, Kind)] = if command == "login" {
@@ -471,25 +545,117 @@ fn login_logout(
             "MCP server \"{name}\" uses the credentials of provider \"{provider}\". Run \"pi auth {command} {provider}\"."
         ));
     }
-    if !uses_oauth(entry) {
+    let log = Arc::new(ServerLog::new(ctx.agent_dir.join("mcp.log")));
+    let conn = Connection::with_auth(
+        entry.clone(),
+        &ctx.cwd,
+        log,
+        Arc::new(|_: &Connection, _| {}),
+        ctx.auth_env(),
+    );
+    let Some(url) = conn.oauth_url().map(str::to_string) else {
         return o.err(&format!(
             "MCP server \"{name}\" does not use OAuth. Only HTTP servers without an Authorization header do."
         ));
-    }
+    };
+    let store = CredentialStore::new(&ctx.agent_dir);
     if command == "logout" {
-        // Nothing is stored by this build: OAuth sign-in is not implemented yet.
-        o.out(&format!("No stored credentials for MCP server \"{name}\"."));
+        let removed = store.remove(name, &url).await.unwrap_or(false);
+        o.out(&if removed {
+            format!("Signed out of MCP server \"{name}\".")
+        } else {
+            format!("No stored credentials for MCP server \"{name}\".")
+        });
         return 0;
     }
-    if let Some(t) = p.values.get("timeout") {
-        let n = pi_js::string_to_number(t);
-        if !(n.is_finite() && n > 0.0) {
-            return o.err("--timeout must be a positive number of seconds.");
-        }
+    let timeout = match p.values.get("timeout") {
+        Some(t) => pi_js::string_to_number(t),
+        None => 300.0,
+    };
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return o.err("--timeout must be a positive number of seconds.");
     }
-    o.err(&format!(
-        "Sign-in to MCP server \"{name}\" failed: OAuth sign-in for HTTP MCP servers is not supported by this build of pi yet."
-    ))
+    let code = login(&conn, &url, timeout, &store, o).await;
+    conn.close().await;
+    code
+}
+
+/// Pi's `login`: connecting first tells whether a sign-in is needed (and records the server's
+/// challenge); then the browser sign-in, bounded by `timeout` seconds, and a reconnect.
+async fn login(
+    conn: &Connection,
+    url: &str,
+    timeout: f64,
+    store: &CredentialStore,
+    o: &mut CliOutput,
+) -> i32 {
+    let name = conn.name().to_string();
+    match conn.client().await {
+        Ok(_) => {
+            o.out(&format!(
+                "Already signed in to MCP server \"{name}\" ({} tools).",
+                conn.tools().len()
+            ));
+            return 0;
+        }
+        Err(_) if conn.state() != Some(State::NeedsAuth) => {
+            return o.err(&format!(
+                "MCP server \"{name}\" failed to connect: {}",
+                conn.error().unwrap_or_else(|| "unknown error".into())
+            ));
+        }
+        Err(_) => {}
+    }
+    let settings = match conn.oauth_settings() {
+        Ok(s) => s,
+        Err(e) => return o.err(&format!("Sign-in to MCP server \"{name}\" failed: {e}")),
+    };
+    let cancel = CancellationToken::new();
+    let timer = {
+        let cancel = cancel.clone();
+        let ms = (timeout * 1000.0) as u64;
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            cancel.cancel();
+        })
+    };
+    let s = SignIn {
+        server_url: url.to_string(),
+        store: store.for_server(&name, url),
+        settings,
+        challenge: conn.challenge(),
+        cancel,
+    };
+    let prompt = TerminalPrompt {
+        name: name.clone(),
+        live: o.live,
+        interactive: std::io::IsTerminal::is_terminal(&std::io::stdin()),
+        shown: std::sync::Mutex::default(),
+    };
+    let result = signin::sign_in(&s, &prompt).await;
+    timer.abort();
+    for line in prompt.shown.lock().map(|s| s.clone()).unwrap_or_default() {
+        o.out(&line);
+    }
+    match result {
+        Err(crate::oauth::FlowError::Cancelled) => {
+            return o.err(&format!(
+                "Sign-in to MCP server \"{name}\" was cancelled or not completed within {} seconds.",
+                pi_js::json::js_number_value(timeout.round())
+            ));
+        }
+        Err(e) => return o.err(&format!("Sign-in to MCP server \"{name}\" failed: {e}")),
+        Ok(()) => {}
+    }
+    conn.clear_challenge();
+    if let Err(e) = conn.reconnect().await {
+        return o.err(&format!("Signed in, but {e}"));
+    }
+    o.out(&format!(
+        "Signed in to MCP server \"{name}\" ({} tools).",
+        conn.tools().len()
+    ));
+    0
 }
 
 async fn list(
@@ -511,7 +677,8 @@ async fn list(
         let entry = entry.clone();
         let log = Arc::clone(&log);
         let cwd = ctx.cwd.clone();
-        tokio::spawn(async move { report(entry, &cwd, log).await })
+        let env = ctx.auth_env();
+        tokio::spawn(async move { report(entry, &cwd, log, env).await })
     });
     let handles: Vec<_> = checks.collect();
     let mut reports = Vec::new();
@@ -602,7 +769,7 @@ async fn list(
 }
 
 /// One server's line of `pi mcp list`, as its `--json` object.
-async fn report(entry: ServerEntry, cwd: &Path, log: Arc<ServerLog>) -> Value {
+async fn report(entry: ServerEntry, cwd: &Path, log: Arc<ServerLog>, env: AuthEnv) -> Value {
     let mut r = json!({
         "name": entry.name,
         "scope": entry.scope.as_str(),
@@ -623,7 +790,13 @@ async fn report(entry: ServerEntry, cwd: &Path, log: Arc<ServerLog>) -> Value {
     if !entry.enabled() {
         return r;
     }
-    let conn = Connection::new(entry.clone(), cwd, log, Arc::new(|_: &Connection, _| {}));
+    let conn = Connection::with_auth(
+        entry.clone(),
+        cwd,
+        log,
+        Arc::new(|_: &Connection, _| {}),
+        env,
+    );
     let _ = conn.client().await;
     let state = conn.state().unwrap_or(State::Failed);
     let tools: Vec<String> = conn

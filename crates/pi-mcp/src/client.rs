@@ -46,6 +46,12 @@ pub enum McpError {
         status: Option<u16>,
         message: String,
     },
+    /// The OAuth tokens could not be refreshed: the user has to sign in.
+    #[error("MCP OAuth authorization requires user interaction")]
+    AuthorizationRequired,
+    /// The server no longer knows the session (restart, deploy): it did not run the request.
+    #[error("MCP session expired")]
+    SessionExpired,
     #[error("{0}")]
     Other(String),
 }
@@ -113,6 +119,17 @@ fn spawn_error(command: &str, e: &std::io::Error) -> String {
 
 impl McpError {
     /// Network failures and overloaded or restarting servers (408, 429, 5xx but 501).
+    /// A 401 the auth provider could not recover from.
+    pub fn is_auth_required(&self) -> bool {
+        matches!(
+            self,
+            McpError::Http {
+                status: Some(401),
+                ..
+            }
+        )
+    }
+
     pub fn is_transient(&self) -> bool {
         match self {
             McpError::Http { status: None, .. } => true,
@@ -135,6 +152,10 @@ impl McpClient {
         on_close: Box<dyn FnOnce() + Send>,
     ) -> Result<McpClient, (McpError, String)> {
         let mut cmd = tokio::process::Command::new(&params.command);
+        // The environment as extensions left it (Pi's servers inherit its process.env).
+        if pi_js::process_env::is_changed() {
+            cmd.env_clear().envs(pi_js::process_env::vars_os());
+        }
         cmd.args(&params.args)
             .envs(params.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&params.cwd)
@@ -250,12 +271,13 @@ impl McpClient {
         timeout_ms: u64,
         notifications: NotificationSink,
         roots: Value,
+        auth: Option<Arc<dyn crate::oauth::auth::HttpAuth>>,
     ) -> Result<McpClient, McpError> {
         let pending: PendingMap = Arc::default();
         let (writer, lines) = mpsc::unbounded_channel::<String>();
         let (closed_tx, closed) = watch::channel(false);
         let stop = CancellationToken::new();
-        let session = crate::http::HttpSession::new(url, headers, closed_tx)?;
+        let session = crate::http::HttpSession::new(url, headers, closed_tx, auth)?;
         session.spawn_writer(
             lines,
             Arc::clone(&pending),

@@ -5,8 +5,8 @@
 //! describes (text items, `==> text N/M <==` headers, one `<console_output>` block, a token
 //! budget with the full text in a temp file, images saved to temp files).
 //!
-//! Not done yet: the `models` global, nested calls as `tool_execution_*` events and
-//! `nestedCalls`, and running calls of one script concurrently (they run one at a time).
+//! Not done yet: the `models` global, and running calls of one script concurrently (they run
+//! one at a time, so `Promise.all` over tool calls takes the sum of their times).
 
 use crate::sandbox::{self, SandboxHost};
 use crate::tool::write_output_file;

@@ -5,14 +5,15 @@
 use crate::client::{McpClient, McpError, NotificationSink, StdioParams};
 use crate::config::{ServerEntry, Transport};
 use crate::log::ServerLog;
+use crate::oauth::auth::{HttpAuth, OAuthAuth, ProviderAuth, ProviderToken};
+use crate::oauth::discovery::Challenge;
+use crate::oauth::store::CredentialStore;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use tokio_util::sync::CancellationToken;
 
 const STDERR_TAIL_CHARS: usize = 2000;
-/// The error of a 401 answer (`McpAuthRequiredError`).
-const UNAUTHORIZED: &str = "MCP server requires authentication";
 /// Delays between attempts to connect to an HTTP server that failed with a transient error.
 const CONNECT_RETRY_DELAYS_MS: [u64; 2] = [250, 1000];
 
@@ -54,10 +55,21 @@ struct Inner {
 /// Called when the tool list (`tools`) or the state changed.
 pub type ChangeHook = Arc<dyn Fn(&Connection, bool) + Send + Sync>;
 
+/// Where credentials come from: `mcp-auth.json` for OAuth servers, the model registry for
+/// servers with `auth.provider`.
+#[derive(Clone, Default)]
+pub struct AuthEnv {
+    pub credentials: Option<CredentialStore>,
+    pub provider_token: Option<ProviderToken>,
+}
+
 pub struct Connection {
     pub entry: ServerEntry,
     cwd: PathBuf,
     inner: Mutex<Inner>,
+    auth: Option<Arc<dyn HttpAuth>>,
+    /// The server's last OAuth challenge; a sign-in uses its metadata URL and scope.
+    challenge: Arc<Mutex<Option<Challenge>>>,
     open: tokio::sync::Mutex<()>,
     shutdown: CancellationToken,
     log: Arc<ServerLog>,
@@ -99,10 +111,24 @@ impl Connection {
         log: Arc<ServerLog>,
         on_change: ChangeHook,
     ) -> Arc<Connection> {
+        Connection::with_auth(entry, cwd, log, on_change, AuthEnv::default())
+    }
+
+    pub fn with_auth(
+        entry: ServerEntry,
+        cwd: &Path,
+        log: Arc<ServerLog>,
+        on_change: ChangeHook,
+        env: AuthEnv,
+    ) -> Arc<Connection> {
+        let challenge: Arc<Mutex<Option<Challenge>>> = Arc::default();
+        let auth = http_auth(&entry, &env, &challenge);
         Arc::new_cyclic(|this| Connection {
             entry,
             cwd: cwd.to_path_buf(),
             inner: Mutex::new(Inner::default()),
+            auth,
+            challenge,
             open: tokio::sync::Mutex::new(()),
             shutdown: CancellationToken::new(),
             log,
@@ -152,9 +178,64 @@ impl Connection {
     /// HTTP servers sign in with OAuth unless the config sends an `Authorization` header or
     /// uses a provider's credentials (`auth`).
     pub fn uses_oauth(&self) -> bool {
-        matches!(&self.entry.transport, Transport::Http { headers, .. }
-            if !self.entry.config.contains_key("auth")
-                && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+        uses_oauth(&self.entry)
+    }
+
+    /// The server URL when the server signs in with OAuth.
+    pub fn oauth_url(&self) -> Option<&str> {
+        match &self.entry.transport {
+            Transport::Http { url, .. } if self.uses_oauth() => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The server's `oauth` settings (the client secret resolved).
+    pub fn oauth_settings(&self) -> Result<crate::oauth::Settings, String> {
+        crate::oauth::Settings::from_config(&self.entry.name, self.entry.config.get("oauth"))
+    }
+
+    /// The last challenge, for a sign-in.
+    pub fn challenge(&self) -> Option<Challenge> {
+        lock(&self.challenge).clone()
+    }
+
+    /// The challenge was answered (signed in).
+    pub fn clear_challenge(&self) {
+        *lock(&self.challenge) = None;
+    }
+
+    fn auth_provider(&self) -> Option<&str> {
+        match &self.entry.transport {
+            Transport::Http { .. } => self
+                .entry
+                .config
+                .get("auth")
+                .and_then(|a| a.get("provider"))
+                .and_then(Value::as_str),
+            Transport::Stdio { .. } => None,
+        }
+    }
+
+    /// OAuth servers that still reject the request after a refresh, and provider-authenticated
+    /// ones that reject the provider's credential, need the user to sign in.
+    fn needs_sign_in(&self, e: &McpError) -> bool {
+        matches!(e, McpError::AuthorizationRequired)
+            || ((self.uses_oauth() || self.auth.is_some()) && e.is_auth_required())
+    }
+
+    fn sign_in_required_message(&self) -> String {
+        let how = match self.auth_provider() {
+            Some(p) => format!("/login {p}"),
+            None => "/mcp".into(),
+        };
+        format!(
+            "MCP server \"{}\" requires sign-in. Run {how} to sign in.",
+            self.entry.name
+        )
+    }
+
+    fn mark_needs_auth(&self) {
+        self.set_state(State::NeedsAuth, None);
     }
 
     /// The open client, connecting first when there is none.
@@ -185,18 +266,14 @@ impl Connection {
         self.set_state(State::Connecting, None);
         match self.connect_once().await {
             Ok(client) => Ok(client),
-            Err((error, _)) if error == UNAUTHORIZED && self.uses_oauth() && !self.is_closed() => {
-                // An OAuth server without stored credentials: the user has to sign in.
-                self.set_state(State::NeedsAuth, None);
-                Err(format!(
-                    "MCP server \"{}\" requires sign-in. Run /mcp to sign in.",
-                    self.entry.name
-                ))
+            Err((error, _)) if self.needs_sign_in(&error) && !self.is_closed() => {
+                self.mark_needs_auth();
+                Err(self.sign_in_required_message())
             }
             Err((error, stderr)) => {
                 let tail = tail_chars(&stderr, STDERR_TAIL_CHARS);
                 let error = if tail.is_empty() {
-                    error
+                    error.to_string()
                 } else {
                     format!("{error}\n{tail}")
                 };
@@ -214,7 +291,7 @@ impl Connection {
         }
     }
 
-    async fn connect_once(&self) -> Result<Arc<McpClient>, (String, String)> {
+    async fn connect_once(&self) -> Result<Arc<McpClient>, (McpError, String)> {
         let params = match &self.entry.transport {
             Transport::Stdio {
                 command,
@@ -226,7 +303,7 @@ impl Connection {
                 for (k, v) in env {
                     let what = format!("MCP server \"{}\" env \"{k}\"", self.entry.name);
                     let value = pi_registry::resolve_config_value(v, &what)
-                        .map_err(|e| (e, String::new()))?;
+                        .map_err(|e| (McpError::Other(e), String::new()))?;
                     resolved.push((k.clone(), value));
                 }
                 StdioParams {
@@ -241,7 +318,7 @@ impl Connection {
                 for (k, v) in headers {
                     let what = format!("MCP server \"{}\" header \"{k}\"", self.entry.name);
                     let value = pi_registry::resolve_config_value(v, &what)
-                        .map_err(|e| (e, String::new()))?;
+                        .map_err(|e| (McpError::Other(e), String::new()))?;
                     resolved.push((k.clone(), value));
                 }
                 return self.connect_http(url, resolved).await;
@@ -266,8 +343,7 @@ impl Connection {
             self.roots(),
             on_close,
         )
-        .await
-        .map_err(|(e, tail)| (e.to_string(), tail))?;
+        .await?;
         self.finish_connect(Arc::new(client)).await
     }
 
@@ -275,7 +351,7 @@ impl Connection {
     async fn finish_connect(
         &self,
         client: Arc<McpClient>,
-    ) -> Result<Arc<McpClient>, (String, String)> {
+    ) -> Result<Arc<McpClient>, (McpError, String)> {
         let tools = if client.info.capabilities.get("tools").is_some() {
             match list_tools(&client).await {
                 Ok(t) => t,
@@ -289,11 +365,14 @@ impl Connection {
         };
         if self.is_closed() {
             client.close().await;
-            return Err(("shut down while connecting".into(), String::new()));
+            return Err((
+                McpError::Other("shut down while connecting".into()),
+                String::new(),
+            ));
         }
         if client.is_closed() {
             return Err((
-                "connection closed during setup".into(),
+                McpError::Other("connection closed during setup".into()),
                 client.stderr_tail(),
             ));
         }
@@ -321,22 +400,25 @@ impl Connection {
         &self,
         url: &str,
         headers: Vec<(String, String)>,
-    ) -> Result<Arc<McpClient>, (String, String)> {
+    ) -> Result<Arc<McpClient>, (McpError, String)> {
         let mut attempt = 0;
         let client = loop {
             let sink = self.notification_sink();
             let timeout = self.entry.timeout_ms();
-            match McpClient::connect_http(url, headers.clone(), timeout, sink, self.roots()).await {
+            let auth = self.auth.clone();
+            match McpClient::connect_http(url, headers.clone(), timeout, sink, self.roots(), auth)
+                .await
+            {
                 Ok(c) => break c,
                 Err(e) => match CONNECT_RETRY_DELAYS_MS.get(attempt).copied() {
                     Some(ms) if e.is_transient() && !self.is_closed() => {
                         attempt += 1;
                         tokio::select! {
                             _ = tokio::time::sleep(std::time::Duration::from_millis(ms)) => {}
-                            _ = self.shutdown.cancelled() => return Err((e.to_string(), String::new())),
+                            _ = self.shutdown.cancelled() => return Err((e, String::new())),
                         }
                     }
-                    _ => return Err((e.to_string(), String::new())),
+                    _ => return Err((e, String::new())),
                 },
             }
         };
@@ -409,6 +491,75 @@ impl Connection {
         (self.on_change)(self, false);
     }
 
+    /// Runs a request, reconnecting when needed (Pi's `withClient`). A session the server
+    /// forgot is opened anew and the request sent once more (it did not run); read-only
+    /// requests also get one more attempt after a transient HTTP error (a tool call may have
+    /// run). An authentication failure leaves the server needing a sign-in.
+    async fn with_client(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: Option<&CancellationToken>,
+        on_progress: Option<crate::client::ProgressSink>,
+        read_only: bool,
+    ) -> Result<Value, String> {
+        let mut attempt = 1;
+        loop {
+            let client = self.client().await?;
+            let result = client
+                .request(method, params.clone(), cancel, on_progress.clone())
+                .await;
+            let error = match result {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            if read_only
+                && attempt == 1
+                && matches!(error, McpError::Http { .. })
+                && error.is_transient()
+            {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(CONNECT_RETRY_DELAYS_MS[0]))
+                    .await;
+                continue;
+            }
+            if matches!(error, McpError::SessionExpired) && attempt == 1 {
+                // Detached, not closed: closing would fail its other calls in flight, which
+                // get the same 404 and retry the same way.
+                attempt += 1;
+                let mut inner = lock(&self.inner);
+                if inner
+                    .client
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(c, &client))
+                {
+                    inner.client = None;
+                }
+                continue;
+            }
+            if !self.needs_sign_in(&error) {
+                return Err(error.to_string());
+            }
+            self.drop_client(&client).await;
+            self.mark_needs_auth();
+            return Err(self.sign_in_required_message());
+        }
+    }
+
+    async fn drop_client(&self, client: &Arc<McpClient>) {
+        {
+            let mut inner = lock(&self.inner);
+            if inner
+                .client
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, client))
+            {
+                inner.client = None;
+            }
+        }
+        client.close().await;
+    }
+
     /// `tools/call`; the connection error if the server is gone.
     pub async fn call_tool(
         &self,
@@ -417,16 +568,10 @@ impl Connection {
         cancel: &CancellationToken,
         on_progress: Option<crate::client::ProgressSink>,
     ) -> Result<Value, String> {
-        let client = self.client().await?;
-        let result = client
-            .request(
-                "tools/call",
-                Some(json!({"name": name, "arguments": args})),
-                Some(cancel),
-                on_progress,
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        let params = Some(json!({"name": name, "arguments": args}));
+        let result = self
+            .with_client("tools/call", params, Some(cancel), on_progress, false)
+            .await?;
         match result {
             Value::Object(mut m) => {
                 match m.get("content") {
@@ -442,13 +587,21 @@ impl Connection {
         }
     }
 
-    /// A read-only request (resources), retried after a reconnect once.
+    /// A read-only request (resources).
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, String> {
-        let client = self.client().await?;
-        client
-            .request(method, params, None, None)
-            .await
-            .map_err(|e: McpError| e.to_string())
+        self.with_client(method, params, None, None, true).await
+    }
+
+    /// Disconnects after the stored credentials were removed.
+    pub async fn sign_out(&self) {
+        let _opening = self.open.lock().await;
+        let old = lock(&self.inner).client.take();
+        if let Some(c) = old {
+            c.close().await;
+        }
+        if !self.is_closed() {
+            self.mark_needs_auth();
+        }
     }
 
     /// Drops the client and connects again.
@@ -475,17 +628,55 @@ impl Connection {
     }
 }
 
-async fn list_tools(client: &McpClient) -> Result<Vec<Value>, String> {
-    let tools = client
-        .list_all("tools/list", "tools")
-        .await
-        .map_err(|e| e.to_string())?;
+async fn list_tools(client: &McpClient) -> Result<Vec<Value>, McpError> {
+    let tools = client.list_all("tools/list", "tools").await?;
     for t in &tools {
         let ok = t.get("name").is_some_and(Value::is_string)
             && t.get("inputSchema").is_some_and(Value::is_object);
         if !ok {
-            return Err("Invalid entry in MCP tools/list result".into());
+            return Err(McpError::Other(
+                "Invalid entry in MCP tools/list result".into(),
+            ));
         }
     }
     Ok(tools)
+}
+
+/// HTTP servers sign in with OAuth unless the config sends an `Authorization` header or uses a
+/// provider's credentials (`auth`).
+pub fn uses_oauth(entry: &ServerEntry) -> bool {
+    matches!(&entry.transport, Transport::Http { headers, .. }
+        if !entry.config.contains_key("auth")
+            && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")))
+}
+
+/// The credentials an HTTP server's requests carry.
+fn http_auth(
+    entry: &ServerEntry,
+    env: &AuthEnv,
+    challenge: &Arc<Mutex<Option<Challenge>>>,
+) -> Option<Arc<dyn HttpAuth>> {
+    let Transport::Http { url, .. } = &entry.transport else {
+        return None;
+    };
+    if uses_oauth(entry) {
+        let store = env.credentials.as_ref()?.for_server(&entry.name, url);
+        let (name, oauth) = (entry.name.clone(), entry.config.get("oauth").cloned());
+        let seen = Arc::clone(challenge);
+        return Some(Arc::new(OAuthAuth::new(
+            store,
+            url,
+            Arc::new(move || crate::oauth::Settings::from_config(&name, oauth.as_ref())),
+            Arc::new(move |c| *lock(&seen) = Some(c)),
+        )));
+    }
+    let provider = entry
+        .config
+        .get("auth")
+        .and_then(|a| a.get("provider"))
+        .and_then(Value::as_str)?;
+    Some(Arc::new(ProviderAuth {
+        provider: provider.to_string(),
+        token: env.provider_token.clone()?,
+    }))
 }

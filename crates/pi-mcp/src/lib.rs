@@ -8,12 +8,14 @@
 pub mod cli;
 pub mod client;
 pub mod codemode;
+pub mod command;
 pub mod config;
 pub mod connection;
 mod http;
 pub mod log;
 pub mod manager;
 pub mod naming;
+pub mod oauth;
 pub mod resources;
 pub mod sandbox;
 pub mod section;

@@ -5,10 +5,14 @@
 //! The runtime sees it through [`McpHost`] (what it must do when tools change or a notice is
 //! due) and the methods here; tools are ordinary [`pi_agent::AgentTool`]s.
 
-use crate::config::{self, Exposure, McpConfig, ServerEntry};
+use crate::config::{self, Exposure, McpConfig, Scope, ServerEntry};
+use crate::connection::AuthEnv;
 use crate::connection::{Connection, State};
 use crate::log::ServerLog;
 use crate::naming;
+use crate::oauth::auth::ProviderToken;
+use crate::oauth::signin::BoxFuture;
+use crate::oauth::store::CredentialStore;
 use crate::resources::{self, ResourceServers};
 use crate::tool::{ConnectionSource, McpTool};
 use pi_agent::AgentTool;
@@ -19,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// How long the first prompt waits for servers with `direct` tools.
 pub const STARTUP_WAIT: Duration = Duration::from_secs(10);
@@ -38,6 +43,12 @@ pub trait McpHost: Send + Sync {
     fn tools_changed(&self, activate: Vec<String>, deactivate: Vec<String>);
     /// A notice for the user (an `extension_ui_request` `notify` in RPC mode).
     fn notify(&self, message: String, kind: Notice);
+    /// The same, finished writing when the future is: the startup report must reach the
+    /// client before `/mcp` (which waits for startup) answers.
+    fn notify_now(&self, message: String, kind: Notice) -> BoxFuture<'_, ()> {
+        self.notify(message, kind);
+        Box::pin(async {})
+    }
 }
 
 /// One registered tool as the catalog lists it.
@@ -53,42 +64,57 @@ pub struct McpToolEntry {
     pub annotations: Option<Value>,
 }
 
-struct Server {
-    entry: ServerEntry,
-    conn: Option<Arc<Connection>>,
+pub(crate) struct Server {
+    pub(crate) entry: ServerEntry,
+    pub(crate) conn: Option<Arc<Connection>>,
     /// True once the latest connection attempt settled.
-    ready: watch::Receiver<bool>,
+    pub(crate) ready: watch::Receiver<bool>,
 }
 
-struct Inner {
-    servers: Vec<Server>,
+pub(crate) struct Inner {
+    pub(crate) servers: Vec<Server>,
     /// Registered tools in registration order.
     tools: Vec<McpToolEntry>,
     /// Tool name → `server\0tool` that owns it, so names stay unique and stable.
     owners: HashMap<String, String>,
     resource_exposure: Option<Exposure>,
+    /// `/mcp` lines for registrations a configured server of the same namespace overrides.
+    pub(crate) overridden: Vec<String>,
+}
+
+/// A server an extension registered (`pi.registerMcpServer`), as the extension host reports it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisteredServer {
+    pub name: String,
+    pub config: Value,
+    pub extension_path: String,
 }
 
 pub struct McpManager {
-    inner: Mutex<Inner>,
+    pub(crate) inner: Mutex<Inner>,
     pub config_errors: Vec<String>,
     pub auto_enable_codemode: bool,
-    agent_dir: PathBuf,
+    pub(crate) agent_dir: PathBuf,
     cwd: PathBuf,
     log: Arc<ServerLog>,
     host: Mutex<Option<Weak<dyn McpHost>>>,
+    /// Credentials of OAuth servers and of servers with `auth.provider`.
+    auth_env: Mutex<AuthEnv>,
+    /// The stored tokens of servers when they came to need a sign-in (JSON), to notice a
+    /// sign-in done outside the session (`pi mcp login` run by the agent).
+    tokens_at_sign_in: Mutex<HashMap<String, String>>,
     waited_for_startup: AtomicBool,
     /// Settles when every startup connection attempt did (for `/mcp`).
-    startup: watch::Sender<bool>,
+    pub(crate) startup: watch::Sender<bool>,
+    /// Cancelled at shutdown: stops sign-ins in progress.
+    pub(crate) closing: CancellationToken,
     this: Weak<McpManager>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
-
-const USAGE: &str =
-    "Usage: /mcp, /mcp login [server], /mcp logout [server], /mcp reconnect [server]";
 
 impl McpManager {
     /// Reads `mcp.json` (global, and the project's when trusted); connects nothing yet.
@@ -113,6 +139,7 @@ impl McpManager {
                 tools: Vec::new(),
                 owners: HashMap::new(),
                 resource_exposure: None,
+                overridden: Vec::new(),
             }),
             config_errors: config.errors,
             auto_enable_codemode: config.auto_enable_codemode.unwrap_or(true),
@@ -120,13 +147,28 @@ impl McpManager {
             cwd: cwd.to_path_buf(),
             log: Arc::new(ServerLog::new(agent_dir.join("mcp.log"))),
             host: Mutex::new(None),
+            auth_env: Mutex::new(AuthEnv {
+                credentials: Some(CredentialStore::new(agent_dir)),
+                provider_token: None,
+            }),
+            tokens_at_sign_in: Mutex::default(),
             waited_for_startup: AtomicBool::new(false),
             startup: watch::channel(true).0,
+            closing: CancellationToken::new(),
             this: this.clone(),
         })
     }
 
-    fn host(&self) -> Option<Arc<dyn McpHost>> {
+    /// How servers with `auth.provider` get the provider's credential.
+    pub fn set_provider_token(&self, token: ProviderToken) {
+        lock(&self.auth_env).provider_token = Some(token);
+    }
+
+    pub(crate) fn credentials(&self) -> Option<CredentialStore> {
+        lock(&self.auth_env).credentials.clone()
+    }
+
+    pub(crate) fn host(&self) -> Option<Arc<dyn McpHost>> {
         lock(&self.host).as_ref().and_then(Weak::upgrade)
     }
 
@@ -177,24 +219,214 @@ impl McpManager {
             });
             futures_join_all(runs).await;
             if let Some(m) = this.upgrade() {
+                if let (Some(text), Some(host)) = (m.problems(None), m.host()) {
+                    host.notify_now(text, Notice::Warning).await;
+                }
                 m.startup.send_replace(true);
-                m.report_problems(None);
+            }
+        });
+    }
+
+    /// Takes the servers extensions registered, replacing the previous set (Pi's MCP extension
+    /// on `mcp_servers_change`). A configured server of the same namespace overrides a
+    /// registration (`/mcp` says so). Registrations that went away or whose config changed are
+    /// stopped and their tools hidden; new ones connect at once once the manager has started
+    /// (before that, [`McpManager::start`] connects them with the configured servers).
+    pub fn set_extension_servers(&self, registered: &[RegisteredServer]) {
+        let started = self.host().is_some();
+        let mut removed: Vec<Arc<Connection>> = Vec::new();
+        let mut attempts = Vec::new();
+        let (activate, deactivate) = {
+            let mut inner = lock(&self.inner);
+            let mut next: Vec<ServerEntry> = Vec::new();
+            let mut overridden = Vec::new();
+            for r in registered {
+                let configured = inner.servers.iter().find(|s| {
+                    s.entry.scope != Scope::Extension
+                        && naming::namespace(&s.entry.name) == naming::namespace(&r.name)
+                });
+                if let Some(c) = configured {
+                    overridden.push(format!(
+                        "\"{}\" registered by {} is overridden by \"{}\" in {}",
+                        r.name, r.extension_path, c.entry.name, c.entry.source
+                    ));
+                    continue;
+                }
+                // The host validated it with this same function; a failure cannot happen.
+                if let Ok((config, transport)) = config::validate(&r.name, &r.config) {
+                    next.push(ServerEntry {
+                        name: r.name.clone(),
+                        config,
+                        transport,
+                        source: r.extension_path.clone(),
+                        scope: Scope::Extension,
+                        override_path: None,
+                    });
+                }
+            }
+            inner.overridden = overridden;
+            // Unregistered servers and re-registered ones with a new config go; the latter
+            // come back below.
+            let mut gone = Vec::new();
+            let mut kept = Vec::new();
+            for s in std::mem::take(&mut inner.servers) {
+                let stays = s.entry.scope != Scope::Extension
+                    || next
+                        .iter()
+                        .any(|n| n.name == s.entry.name && n.config == s.entry.config);
+                if stays {
+                    kept.push(s);
+                } else {
+                    gone.push(s.entry.name.clone());
+                    removed.extend(s.conn);
+                }
+            }
+            inner.servers = kept;
+            let mut deactivate = Vec::new();
+            for t in inner.tools.iter_mut() {
+                if t.server.as_ref().is_some_and(|s| gone.contains(s)) && t.exposure != "hidden" {
+                    t.exposure = "hidden";
+                    t.mcp_exposure = Exposure::Hidden;
+                    deactivate.push(t.name.clone());
+                }
+            }
+            for entry in next {
+                if inner.servers.iter().any(|s| s.entry.name == entry.name) {
+                    continue;
+                }
+                let mut server = Server {
+                    entry,
+                    conn: None,
+                    ready: watch::channel(true).1,
+                };
+                if started && server.entry.enabled() {
+                    let (tx, rx) = watch::channel(false);
+                    server.ready = rx;
+                    let conn = self.new_connection(&server.entry);
+                    server.conn = Some(Arc::clone(&conn));
+                    attempts.push((conn, tx));
+                }
+                inner.servers.push(server);
+            }
+            let (activate, fewer) = self.sync_resource_tools(&mut inner);
+            deactivate.extend(fewer);
+            (activate, deactivate)
+        };
+        if let Some(host) = self.host()
+            && !(activate.is_empty() && deactivate.is_empty())
+        {
+            host.tools_changed(activate, deactivate);
+        }
+        if !removed.is_empty() {
+            tokio::spawn(async move {
+                futures_join_all(removed.into_iter().map(|c| async move { c.close().await })).await;
+            });
+        }
+        if attempts.is_empty() {
+            return;
+        }
+        let names: Vec<String> = attempts.iter().map(|(c, _)| c.name().to_string()).collect();
+        let this = self.this.clone();
+        tokio::spawn(async move {
+            let runs = attempts.into_iter().map(|(conn, tx)| async move {
+                let _ = conn.client().await;
+                let _ = tx.send(true);
+            });
+            futures_join_all(runs).await;
+            if let Some(m) = this.upgrade() {
+                m.report_problems(Some(&names));
             }
         });
     }
 
     fn new_connection(&self, entry: &ServerEntry) -> Arc<Connection> {
         let this = self.this.clone();
-        Connection::new(
+        let env = lock(&self.auth_env).clone();
+        Connection::with_auth(
             entry.clone(),
             &self.cwd,
             Arc::clone(&self.log),
             Arc::new(move |conn: &Connection, tools_changed: bool| {
-                if tools_changed && let Some(m) = this.upgrade() {
+                let Some(m) = this.upgrade() else { return };
+                if tools_changed {
                     m.register_tools(conn);
                 }
+                m.watch_sign_in(conn);
             }),
+            env,
         )
+    }
+
+    /// A server that comes to need a sign-in remembers its stored tokens; once they change
+    /// (a sign-in outside the session), [`McpManager::reconnect_signed_in`] reconnects it.
+    fn watch_sign_in(&self, conn: &Connection) {
+        let name = conn.name().to_string();
+        if conn.state() != Some(State::NeedsAuth) {
+            lock(&self.tokens_at_sign_in).remove(&name);
+            return;
+        }
+        if lock(&self.tokens_at_sign_in).contains_key(&name) {
+            return;
+        }
+        let (Some(url), Some(store)) = (conn.oauth_url().map(str::to_string), self.credentials())
+        else {
+            return;
+        };
+        lock(&self.tokens_at_sign_in).insert(name.clone(), "null".into());
+        let this = self.this.clone();
+        tokio::spawn(async move {
+            let tokens = store.tokens(&name, &url).await.unwrap_or(Value::Null);
+            if let Some(m) = this.upgrade()
+                && let Some(seen) = lock(&m.tokens_at_sign_in).get_mut(&name)
+            {
+                *seen = tokens.to_string();
+            }
+        });
+    }
+
+    /// Before a prompt: servers waiting for a sign-in whose credentials were stored since
+    /// (by `pi mcp login` in another process) connect again.
+    pub async fn reconnect_signed_in(&self) {
+        let waiting: Vec<(String, String)> = lock(&self.tokens_at_sign_in)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let Some(store) = self.credentials() else {
+            return;
+        };
+        let mut signed_in = Vec::new();
+        for (name, seen) in waiting {
+            let Some(conn) = self.connection(&name) else {
+                continue;
+            };
+            let Some(url) = conn.oauth_url().map(str::to_string) else {
+                continue;
+            };
+            let now = store
+                .tokens(&name, &url)
+                .await
+                .unwrap_or(Value::Null)
+                .to_string();
+            if now != seen {
+                lock(&self.tokens_at_sign_in).remove(&name);
+                signed_in.push(conn);
+            }
+        }
+        futures_join_all(signed_in.into_iter().map(|c| async move {
+            let _ = c.reconnect().await;
+        }))
+        .await;
+    }
+
+    pub(crate) fn connection(&self, name: &str) -> Option<Arc<Connection>> {
+        lock(&self.inner)
+            .servers
+            .iter()
+            .find(|s| s.entry.name == name)
+            .and_then(|s| s.conn.clone())
     }
 
     /// Registers (or re-registers) a connected server's tools; tools it dropped become hidden.
@@ -204,12 +436,17 @@ impl McpManager {
         let source: Arc<dyn ConnectionSource> = Arc::new(Source(self.this.clone()));
         let (activate, deactivate) = {
             let mut inner = lock(&self.inner);
-            let entry = inner
-                .servers
-                .iter()
-                .find(|s| s.entry.name == server)
-                .map(|s| s.entry.clone())
-                .unwrap_or_else(|| conn.entry.clone());
+            // A connection of a server that is gone (unregistered by its extension meanwhile)
+            // registers nothing.
+            let current = inner.servers.iter().find(|s| {
+                s.entry.name == server
+                    && s.conn
+                        .as_ref()
+                        .is_some_and(|c| std::ptr::eq(Arc::as_ptr(c), conn))
+            });
+            let Some(entry) = current.map(|s| s.entry.clone()) else {
+                return;
+            };
             let names: Vec<String> = offered
                 .iter()
                 .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
@@ -457,6 +694,13 @@ impl McpManager {
 
     /// One notice for everything that needs the user after startup.
     fn report_problems(&self, only: Option<&[String]>) {
+        if let (Some(text), Some(host)) = (self.problems(only), self.host()) {
+            host.notify(text, Notice::Warning);
+        }
+    }
+
+    /// The report of servers that need the user, or of config errors (all servers, or `only`).
+    fn problems(&self, only: Option<&[String]>) -> Option<String> {
         let mut lines: Vec<String> = if only.is_none() {
             self.config_errors
                 .iter()
@@ -476,146 +720,21 @@ impl McpManager {
             }
         }
         if lines.is_empty() {
-            return;
+            return None;
         }
         let text = lines
             .iter()
             .map(|l| format!("  {l}"))
             .collect::<Vec<_>>()
             .join("\n");
-        if let Some(host) = self.host() {
-            host.notify(
-                format!("MCP servers need attention:\n{text}\nRun /mcp to fix."),
-                Notice::Warning,
-            );
-        }
-    }
-
-    /// `/mcp` outside the TUI: the status of every server.
-    pub fn status_text(&self) -> String {
-        let inner = lock(&self.inner);
-        if inner.servers.is_empty() && self.config_errors.is_empty() {
-            let path = self.agent_dir.join("mcp.json");
-            return format!(
-                "No MCP servers configured. Add them to {} or .pi/mcp.json.",
-                path.display()
-            );
-        }
-        let mut lines: Vec<String> = inner
-            .servers
-            .iter()
-            .map(|s| {
-                let name = &s.entry.name;
-                let exposure = s.entry.exposure().as_str();
-                let state = s.conn.as_ref().and_then(|c| c.state());
-                if state == Some(State::NeedsAuth) {
-                    return format!("{name}: needs sign-in, run /mcp login {name} ({exposure})");
-                }
-                let tools = match (state, &s.conn) {
-                    (Some(State::Connected), Some(c)) => format!(", {} tools", c.tools().len()),
-                    _ => String::new(),
-                };
-                let shown = if !s.entry.enabled() {
-                    "disabled".to_string()
-                } else {
-                    match state {
-                        Some(State::Disconnected) => "disconnected, reconnects on next call".into(),
-                        Some(st) => st.as_str().to_string(),
-                        None => "starting".into(),
-                    }
-                };
-                let error = match (&s.conn, state) {
-                    (Some(c), st) if st != Some(State::Connected) => c
-                        .error()
-                        .map(|e| {
-                            format!("\n    {}", e.split('\n').collect::<Vec<_>>().join("\n    "))
-                        })
-                        .unwrap_or_default(),
-                    _ => String::new(),
-                };
-                format!("{name}: {shown}{tools} ({exposure}){error}")
-            })
-            .collect();
-        for e in &self.config_errors {
-            lines.push(format!("config error: {e}"));
-        }
-        lines.join("\n")
-    }
-
-    /// `/mcp [login|logout|reconnect] [server]`: the notices to show, in order.
-    pub async fn command(&self, args: &str) -> Vec<(String, Notice)> {
-        let words: Vec<&str> = args.split_whitespace().collect();
-        let mut startup = self.startup.subscribe();
-        let _ = startup.wait_for(|done| *done).await;
-        match words.as_slice() {
-            [] => vec![(self.status_text(), Notice::Info)],
-            [_, _, _, ..] => vec![(USAGE.into(), Notice::Warning)],
-            ["login" | "logout", ..] => {
-                // Only HTTP servers without an Authorization header use OAuth, and HTTP
-                // servers are not connected by this build yet.
-                vec![(
-                    "No enabled MCP server uses OAuth. Only HTTP servers without an Authorization header do.".into(),
-                    if words.len() == 1 { Notice::Info } else { Notice::Error },
-                )]
-            }
-            ["reconnect", rest @ ..] => self.reconnect_command(rest.first().copied()).await,
-            _ => vec![(USAGE.into(), Notice::Warning)],
-        }
-    }
-
-    async fn reconnect_command(&self, name: Option<&str>) -> Vec<(String, Notice)> {
-        let candidates: Vec<(String, Arc<Connection>)> = lock(&self.inner)
-            .servers
-            .iter()
-            .filter_map(|s| s.conn.clone().map(|c| (s.entry.name.clone(), c)))
-            .collect();
-        let conn = match name {
-            Some(n) => {
-                if !lock(&self.inner).servers.iter().any(|s| s.entry.name == n) {
-                    return vec![(format!("No MCP server named \"{n}\"."), Notice::Error)];
-                }
-                match candidates.iter().find(|(c, _)| c == n) {
-                    Some((_, c)) => Arc::clone(c),
-                    None => {
-                        return vec![("No enabled MCP server to reconnect.".into(), Notice::Error)];
-                    }
-                }
-            }
-            None => {
-                let preferred: Vec<&(String, Arc<Connection>)> = candidates
-                    .iter()
-                    .filter(|(_, c)| matches!(c.state(), Some(State::Failed | State::Disconnected)))
-                    .collect();
-                match (candidates.len(), preferred.len()) {
-                    (0, _) => {
-                        return vec![("No enabled MCP server to reconnect.".into(), Notice::Info)];
-                    }
-                    (1, _) => Arc::clone(&candidates[0].1),
-                    (_, 1) => Arc::clone(&preferred[0].1),
-                    // Choosing among several needs a dialog; name the server instead.
-                    _ => return vec![(USAGE.into(), Notice::Warning)],
-                }
-            }
-        };
-        match conn.reconnect().await {
-            Err(e) => vec![(e, Notice::Error)],
-            Ok(()) => {
-                let state = lock(&self.inner)
-                    .servers
-                    .iter()
-                    .find(|s| s.entry.name == conn.name())
-                    .map(|s| describe_state(s, true))
-                    .unwrap_or_default();
-                vec![(
-                    format!("Reconnected to MCP server \"{}\" ({state}).", conn.name()),
-                    Notice::Info,
-                )]
-            }
-        }
+        Some(format!(
+            "MCP servers need attention:\n{text}\nRun /mcp to fix."
+        ))
     }
 
     /// Stops every server.
     pub async fn shutdown(&self) {
+        self.closing.cancel();
         let conns: Vec<Arc<Connection>> = lock(&self.inner)
             .servers
             .iter_mut()
@@ -626,7 +745,7 @@ impl McpManager {
 }
 
 /// Short state for the startup report.
-fn describe_state(s: &Server, with_error: bool) -> String {
+pub(crate) fn describe_state(s: &Server, with_error: bool) -> String {
     if !s.entry.enabled() {
         return "disabled".into();
     }

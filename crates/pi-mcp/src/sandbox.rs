@@ -6,6 +6,7 @@
 //! script sees the same values. The globals (`text`, `image`, `console`, `exit`, `store`,
 //! `load`, `ALL_TOOLS`, ...) are plain JavaScript in [`PRELUDE`]; Rust only moves JSON across.
 
+use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Exception, Function, Runtime};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -97,24 +98,52 @@ const PRELUDE: &str = r#"
   };
   globalThis.load = (key) => (key in stored ? JSON.parse(JSON.stringify(stored[key])) : undefined);
   globalThis.ALL_TOOLS = JSON.parse(__pi_all_tools);
-  const call = (fn, ...args) => { const r = fn(...args); return r === "" ? undefined : JSON.parse(r); };
-  globalThis.searchTools = async (query, options) => call(__pi_search, query, JSON.stringify(options ?? {}));
-  globalThis.describeTool = async (name) => call(__pi_describe_tool, String(name));
-  globalThis.describeNamespace = async (name) => call(__pi_describe_namespace, String(name));
+  // Host calls answer in a promise job, as an asynchronous host does: a failure becomes an
+  // Error made here, whose frames (this file's only) are left out of the script's error.
+  const call = (fn, ...args) => {
+    let ok = true;
+    let r;
+    try { r = fn(...args); } catch (e) { ok = false; r = e instanceof Error ? e.message : String(e); }
+    return Promise.resolve().then(() => {
+      if (!ok) throw new Error(r);
+      return r === "" ? undefined : JSON.parse(r);
+    });
+  };
+  globalThis.searchTools = (query, options) => call(__pi_search, query, JSON.stringify(options ?? {}));
+  globalThis.describeTool = (name) => call(__pi_describe_tool, String(name));
+  globalThis.describeNamespace = (name) => call(__pi_describe_namespace, String(name));
   const tools = {};
   for (const [id, name] of JSON.parse(__pi_tool_ids)) {
-    tools[id] = async (args) => call(__pi_call, name, JSON.stringify(args ?? {}));
+    tools[id] = (args) => call(__pi_call, name, JSON.stringify(args ?? {}));
   }
   globalThis.tools = tools;
   const state = { done: false };
+  // QuickJS stacks list frames only: "Name: message" first, as V8 does, and no frames of
+  // this file.
+  const errorText = (e) => {
+    const head = e.message ? `${e.name}: ${e.message}` : String(e.name);
+    const frames = typeof e.stack === "string"
+      ? e.stack.split("\n").filter((l) => l.trim() && !l.includes("codemode-prelude.js"))
+      : [];
+    return [head, ...frames].join("\n");
+  };
+  const format = (v) => {
+    if (typeof v === "string") return v;
+    if (v instanceof Error) return errorText(v);
+    if (typeof v === "number") return String(v);
+    try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; } catch { return String(v); }
+  };
   globalThis.__pi_start = (f) => {
-    f().then(
+    f(tools, globalThis.console).then(
       (v) => { state.done = true; state.ok = true; state.value = v; },
       (e) => {
         state.done = true;
         if (e instanceof PiExit) { state.ok = true; return; }
         state.ok = false;
-        state.error = e instanceof Error ? (e.stack ? `${e.name}: ${e.message}\n${e.stack}`.trimEnd() : `${e.name}: ${e.message}`) : `Uncaught ${show(e)}`;
+        let text;
+        try { text = e instanceof Error ? errorText(e) : `Error: ${format(e)}`; }
+        catch { text = "Error: The script threw a value that cannot be described"; }
+        state.error = text;
       },
     );
   };
@@ -147,17 +176,36 @@ pub fn identifier(name: &str) -> String {
     id
 }
 
+/// Script code as Pi's sandbox evaluates it: global, not strict, under `filename`.
+fn sloppy(filename: &str) -> EvalOptions {
+    let mut o = EvalOptions::default();
+    o.strict = false;
+    o.filename = Some(filename.to_string());
+    o
+}
+
 fn throw(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
     Exception::throw_message(ctx, message)
 }
 
-/// The pending exception as a line of text.
+/// The pending exception as text: `Name: message` and its frames.
 fn exception_text(ctx: &Ctx<'_>) -> String {
     let caught = ctx.catch();
     if let Some(e) = caught.as_exception() {
         let name: String = e.get("name").unwrap_or_else(|_| "Error".into());
         let message = e.message().unwrap_or_default();
-        return format!("{name}: {message}");
+        let head = if message.is_empty() {
+            name
+        } else {
+            format!("{name}: {message}")
+        };
+        let stack = e.stack().unwrap_or_default();
+        let stack = pi_js::trim_end(&stack);
+        return if stack.is_empty() {
+            head
+        } else {
+            format!("{head}\n{stack}")
+        };
     }
     caught
         .as_string()
@@ -256,11 +304,20 @@ pub fn run(
             let f = f.map_err(|e| e.to_string())?;
             globals.set(name, f).map_err(|e| e.to_string())?;
         }
-        if ctx.eval::<(), _>(PRELUDE).is_err() {
+        if ctx
+            .eval_with_options::<(), _>(PRELUDE, sloppy("codemode-prelude.js"))
+            .is_err()
+        {
             return Err(format!("Script sandbox failed: {}", exception_text(&ctx)));
         }
-        let wrapped = format!("__pi_start(async () => {{\n{code}\n}});");
-        if ctx.eval::<(), _>(wrapped).is_err() {
+        // The prefix shares the script's first line, so frames name the lines as written.
+        let wrapped = format!("(async (tools, console) => {{{code}\n}})");
+        let script: Function = match ctx.eval_with_options(wrapped, sloppy("codemode.js")) {
+            Ok(f) => f,
+            Err(_) => return Err(exception_text(&ctx)),
+        };
+        let start: Function = globals.get("__pi_start").map_err(|e| e.to_string())?;
+        if start.call::<_, ()>((script,)).is_err() {
             return Err(exception_text(&ctx));
         }
         Ok(())

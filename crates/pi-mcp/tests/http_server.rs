@@ -66,12 +66,9 @@ async fn a_session_carries_its_id_and_calls_answer_over_sse() {
         .map(|l| l.split(' ').nth(1).unwrap_or(""))
         .collect();
     assert_eq!(sessions[0], "-", "initialize starts the session: {log:?}");
+    assert!(sessions[1..].iter().all(|s| *s == "session-1"), "{log:?}");
     assert!(
-        sessions[1..].iter().all(|s| *s == "test-session"),
-        "{log:?}"
-    );
-    assert!(
-        log.last().unwrap().starts_with("DELETE test-session"),
+        log.last().unwrap().starts_with("DELETE session-1"),
         "{log:?}"
     );
 }

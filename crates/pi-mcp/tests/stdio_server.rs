@@ -7,6 +7,7 @@ use pi_agent::ToolInvocation;
 use pi_mcp::config::{self, McpConfig, Scope, ServerEntry};
 use pi_mcp::connection::{Connection, State};
 use pi_mcp::log::ServerLog;
+use pi_mcp::oauth::signin::BoxFuture;
 use pi_mcp::{McpHost, McpManager, Notice};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -188,6 +189,25 @@ fn count_servers() -> usize {
         .count()
 }
 
+/// A `/mcp` client that records notices.
+#[derive(Default)]
+struct Notices(Mutex<Vec<String>>);
+
+impl pi_mcp::command::CommandUi for Notices {
+    fn notify(&self, message: String, _kind: Notice) -> BoxFuture<'_, ()> {
+        self.0.lock().unwrap().push(message);
+        Box::pin(async {})
+    }
+    fn select(&self, _: String, _: Vec<String>) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+    fn input(&self, _: String, _: String, _: CancellationToken) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+    fn open_url(&self, _: &str) {}
+    fn servers_changed(&self) {}
+}
+
 #[derive(Default)]
 struct Host {
     activated: Mutex<Vec<String>>,
@@ -295,10 +315,137 @@ async fn the_manager_names_tools_activates_direct_ones_and_lists_indirect_server
             .all(|n| n.starts_with("MCP servers need attention")),
         "{notices:?}"
     );
-    let status = manager.command("").await;
+    let ui = Notices::default();
+    manager.command("", &ui).await;
     assert_eq!(
-        status[0].0,
+        ui.0.lock().unwrap()[0],
         "dev-tools: connected, 7 tools (direct)\nsearch: connected, 7 tools (deferred)\nbroken: failed (direct)\n    MCP connection closed\n    boom"
     );
     manager.shutdown().await;
+}
+
+#[derive(Default)]
+struct Changes {
+    activated: Mutex<Vec<String>>,
+    deactivated: Mutex<Vec<String>>,
+}
+
+impl McpHost for Changes {
+    fn tools_changed(&self, activate: Vec<String>, deactivate: Vec<String>) {
+        self.activated.lock().unwrap().extend(activate);
+        self.deactivated.lock().unwrap().extend(deactivate);
+    }
+    fn notify(&self, _message: String, _kind: Notice) {}
+}
+
+fn registered(name: &str, extra: Value) -> pi_mcp::manager::RegisteredServer {
+    let server = pi_test_support::mcp_server::binary_path().unwrap();
+    let mut config = json!({"command": server.display().to_string(), "exposure": "direct",
+        "args": ["--name", format!("registered-{name}")]});
+    for (k, v) in extra.as_object().unwrap() {
+        config[k] = v.clone();
+    }
+    pi_mcp::manager::RegisteredServer {
+        name: name.into(),
+        config,
+        extension_path: "/ext/a.ts".into(),
+    }
+}
+
+/// Running server processes started with `--name <name>` (other tests run servers meanwhile).
+fn count_named(name: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            args.windows(2)
+                .any(|w| w[0] == b"--name" && w[1] == name.as_bytes())
+        })
+        .count()
+}
+
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn extension_servers_connect_on_registration_and_stop_when_unregistered() {
+    let dir = pi_test_support::TempDir::new();
+    let config = McpConfig {
+        servers: vec![entry("cfg-x", json!({"enabled": false}))],
+        ..McpConfig::default()
+    };
+    let manager = McpManager::from_config(config, dir.path(), dir.path());
+    // Registered while loading: connected by start(); a configured namespace wins.
+    manager.set_extension_servers(&[registered("cfg_x", json!({})), registered("ext", json!({}))]);
+    let host = Arc::new(Changes::default());
+    let weak: std::sync::Weak<dyn McpHost> = Arc::downgrade(&(host.clone() as Arc<dyn McpHost>));
+    manager.start(weak);
+    manager.wait_for_direct_servers().await;
+    assert_eq!(
+        manager.status_text(),
+        "cfg-x: disabled (codemode)\next: connected, 7 tools (direct)\noverridden: \"cfg_x\" registered by /ext/a.ts is overridden by \"cfg-x\" in test"
+    );
+    assert!(
+        host.activated
+            .lock()
+            .unwrap()
+            .contains(&"mcp__ext__echo".to_string())
+    );
+    assert_eq!(count_named("registered-ext"), 1);
+
+    // Registered later: connects at once, under its own names.
+    manager.set_extension_servers(&[
+        registered("ext", json!({})),
+        registered("late", json!({"exposure": "codemode"})),
+    ]);
+    assert_eq!(manager.discovery_needs(), (true, false));
+    wait_until("the late server", || {
+        manager.tool("mcp__late__echo").is_some()
+    })
+    .await;
+    assert_eq!(
+        manager.tool("mcp__late__echo").unwrap().exposure,
+        "deferred"
+    );
+
+    // Unregistered: its tools are hidden and deactivated, its process stops.
+    manager.set_extension_servers(&[registered("late", json!({"exposure": "codemode"}))]);
+    assert_eq!(manager.tool("mcp__ext__echo").unwrap().exposure, "hidden");
+    assert!(
+        host.deactivated
+            .lock()
+            .unwrap()
+            .contains(&"mcp__ext__echo".to_string())
+    );
+    wait_until("the unregistered server to stop", || {
+        count_named("registered-ext") == 0
+    })
+    .await;
+    assert!(!manager.status_text().contains("ext:"));
+
+    // Registered again: the same tool names come back.
+    manager.set_extension_servers(&[
+        registered("late", json!({"exposure": "codemode"})),
+        registered("ext", json!({})),
+    ]);
+    wait_until("ext again", || {
+        manager
+            .tool("mcp__ext__echo")
+            .is_some_and(|t| t.exposure == "direct")
+    })
+    .await;
+    manager.shutdown().await;
+    wait_until("every server to stop", || {
+        count_named("registered-ext") + count_named("registered-late") == 0
+    })
+    .await;
 }

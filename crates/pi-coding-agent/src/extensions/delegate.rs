@@ -13,19 +13,48 @@ use std::sync::{Arc, Weak};
 /// The runtime as the host's counterpart; weak, so the host never keeps the session alive.
 pub(crate) struct HostDelegate {
     core: Weak<Core>,
+    /// While the extensions load there is no session yet: only pure calls are answered.
+    loading: bool,
 }
+
+/// What the host hears while the extensions load and pi has no session for it yet.
+const NOT_READY: &str = "pi is not ready for this call yet";
 
 impl HostDelegate {
     pub fn new(core: &Arc<Core>) -> Arc<HostDelegate> {
         Arc::new(HostDelegate {
             core: Arc::downgrade(core),
+            loading: false,
+        })
+    }
+
+    /// The delegate of the loading pass (`init`, `extend`): factories may register MCP servers,
+    /// which pi validates, before the session exists.
+    pub fn loading() -> Arc<HostDelegate> {
+        Arc::new(HostDelegate {
+            core: Weak::new(),
+            loading: true,
         })
     }
 
     fn runtime(&self) -> Result<Runtime, String> {
+        if self.loading {
+            return Err(NOT_READY.into());
+        }
         let core = self.core.upgrade().ok_or("the session has ended")?;
         let agent = core.agent().ok_or("the session has ended")?;
         Ok(Runtime { agent, core })
+    }
+}
+
+/// `pi.registerMcpServer`'s check (Pi's `validateMcpServerConfig`): `{config}` with exposure
+/// aliases resolved, or `{error}` for the host to throw.
+fn validate_mcp_server(params: &Value) -> Value {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let config = params.get("config").cloned().unwrap_or(Value::Null);
+    match pi_mcp::config::validate(name, &config) {
+        Ok((config, _)) => json!({ "config": config }),
+        Err(error) => json!({ "error": error }),
     }
 }
 
@@ -43,6 +72,9 @@ fn to_json<T: serde::Serialize>(value: &T) -> CallResult {
 impl Delegate for HostDelegate {
     fn sync_call<'a>(&'a self, method: &'a str, params: Value) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
+            if method == "mcp_validate" {
+                return Ok(validate_mcp_server(&params));
+            }
             let rt = self.runtime()?;
             match method {
                 "session" => session_query(&rt, &params),
@@ -206,6 +238,20 @@ impl Delegate for HostDelegate {
                     let field = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
                     core.ext_error(field("extensionPath"), field("event"), field("error"))
                         .await;
+                }
+                "mcp_servers" => {
+                    // The whole registry after a `registerMcpServer`/`unregisterMcpServer`
+                    // made once the extensions were bound.
+                    let servers = params.get("servers").cloned().unwrap_or(Value::Null);
+                    match serde_json::from_value(servers) {
+                        Ok(servers) => {
+                            core.ext.registrations().mcp_servers = servers;
+                            core.mcp_servers_changed().await;
+                        }
+                        Err(e) => {
+                            eprintln!("pi: unexpected MCP servers from the extension host: {e}")
+                        }
+                    }
                 }
                 "tool_update" => {
                     let id = params

@@ -27,6 +27,10 @@ impl Runtime {
     /// An `extension_ui_response` from the client, for the dialog with its id (unknown ids are
     /// ignored by the host, as Pi ignores them).
     pub fn extension_ui_response(&self, response: &pi_protocol::command::ExtensionUiResponse) {
+        // `/mcp` (built in) asks its own questions.
+        if self.core.tools.mcp.answer_dialog(response) {
+            return;
+        }
         let Some(host) = self.core.ext.host() else {
             return;
         };
@@ -152,6 +156,7 @@ impl Runtime {
                 fresh.extensions.push((reg, info));
             }
         }
+        fresh.mcp_servers = init.mcp_servers;
         let tools: Vec<_> = fresh
             .extensions
             .iter()
@@ -186,6 +191,8 @@ impl Runtime {
             }
         }
         self.set_active_tools_by_name(&names);
+        // The new generation's MCP servers replace the old one's.
+        self.core.mcp_registrations_loaded();
     }
 }
 

@@ -34,6 +34,8 @@ pub(crate) struct InitResult {
     pub errors: Vec<LoadError>,
     #[serde(default)]
     pub handlers: Vec<String>,
+    #[serde(default, rename = "mcpServers")]
+    pub mcp_servers: Vec<pi_mcp::manager::RegisteredServer>,
 }
 
 #[derive(Deserialize)]
@@ -113,6 +115,7 @@ pub async fn project_trust_pass(
     let Ok(host) = Host::start(cwd) else {
         return pass;
     };
+    host.set_delegate(super::HostDelegate::loading());
     let mut params = init_params(sources, args, cwd, agent_dir);
     params.insert("flagValues".into(), json!(unknown_flag_values(args)));
     params.insert("preTrust".into(), json!(true));
@@ -174,7 +177,7 @@ pub async fn load_extensions(
     let extending = pre_trust.is_some();
     let started = match pre_trust {
         Some(host) => Ok(host),
-        None => Host::start(cwd),
+        None => Host::start(cwd).inspect(|h| h.set_delegate(super::HostDelegate::loading())),
     };
     let host = match started {
         Ok(host) => host,
@@ -213,7 +216,10 @@ pub async fn load_extensions(
         }
     };
     host.set_handlers(init.handlers);
-    let mut registrations = Registrations::default();
+    let mut registrations = Registrations {
+        mcp_servers: init.mcp_servers,
+        ..Registrations::default()
+    };
     for reg in init.extensions {
         let info = sources
             .iter()

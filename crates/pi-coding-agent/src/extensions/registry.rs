@@ -1,5 +1,6 @@
 //! What the loaded extensions registered, as the host reports it (`init` results, later
-//! registrations): tools, commands and flags, with the extension each came from.
+//! registrations): tools, commands, flags, providers and MCP servers, with the extension each
+//! came from.
 
 use pi_protocol::results::{RpcSlashCommand, SlashCommandSource, SourceInfo};
 use serde::Deserialize;
@@ -98,6 +99,8 @@ pub struct ExtensionRegistration {
 #[derive(Debug, Clone, Default)]
 pub struct Registrations {
     pub extensions: Vec<(ExtensionRegistration, SourceInfo)>,
+    /// MCP servers the extensions registered (`pi.registerMcpServer`), in registration order.
+    pub mcp_servers: Vec<pi_mcp::manager::RegisteredServer>,
 }
 
 impl Registrations {

@@ -6,22 +6,29 @@
 //! [`Core::mcp_before_prompt`] and [`Core::with_mcp_section`] (prompt), [`Runtime::mcp_command`]
 //! and [`Runtime::run_mcp_command`] (RPC dispatch), [`Core::shutdown_mcp`] (shutdown).
 //!
-//! Extensions' `pi.registerMcpServer()`/`getMcpServers()` are not wired yet: the host would
-//! hand its registrations to [`pi_mcp::McpManager`] (servers with `Scope::Extension`), which a
-//! `mcp.json` server of the same namespace overrides.
+//! Extensions' `pi.registerMcpServer()` registrations come from the host (with each load
+//! result, and as `mcp_servers` effects after loading) and go to [`pi_mcp::McpManager`] as
+//! extension-scoped servers, which a `mcp.json` server of the same namespace overrides
+//! ([`Core::mcp_registrations_loaded`], [`Core::mcp_servers_changed`]).
 
 use super::{Core, Runtime, lock};
 use crate::resources::system_prompt::{Sections, ToolPrompt};
 use pi_agent::AgentTool;
 use pi_mcp::codemode::{self, CODEMODE_TOOL_NAME};
+use pi_mcp::oauth::signin::BoxFuture;
 use pi_mcp::tool_search::{SearchDoc, TOOL_SEARCH_TOOL_NAME, ToolSearchHost};
 use pi_mcp::{McpHost, McpManager, Notice};
+use pi_protocol::command::ExtensionUiResponse;
 use pi_protocol::extension_ui::{ExtensionUiRequest, NotifyType, UiRequest};
 use pi_protocol::results::{SourceInfo, SourceOrigin, SourceScope};
 use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 /// The catalog's MCP part: the built-in extensions' tools and the servers' tools.
 #[derive(Default)]
@@ -29,6 +36,12 @@ pub(crate) struct McpTools {
     /// `codemode` and `tool_search`, when their built-in extensions load.
     builtin: Mutex<Vec<Arc<dyn AgentTool>>>,
     manager: OnceLock<Arc<McpManager>>,
+    /// The "neither is active" warning was shown (Pi shows it once per session).
+    warned_unreachable: AtomicBool,
+    /// Registered servers already reported as connected by nothing (no built-in MCP).
+    reported_unhandled: Mutex<HashSet<String>>,
+    /// `/mcp`'s own dialogs waiting for the client's `extension_ui_response`, by request id.
+    dialogs: Mutex<HashMap<String, oneshot::Sender<ExtensionUiResponse>>>,
 }
 
 fn builtin_source(name: &str) -> SourceInfo {
@@ -45,6 +58,17 @@ fn builtin_source(name: &str) -> SourceInfo {
 impl McpTools {
     pub fn manager(&self) -> Option<&Arc<McpManager>> {
         self.manager.get()
+    }
+
+    /// Hands the client's answer to a dialog of `/mcp`; false when the id is not one of ours.
+    pub fn answer_dialog(&self, response: &ExtensionUiResponse) -> bool {
+        match lock(&self.dialogs).remove(&response.id) {
+            Some(tx) => {
+                let _ = tx.send(response.clone());
+                true
+            }
+            None => false,
+        }
     }
 
     /// Whether `--tools`/`--exclude-tools` keep an MCP tool registered: an allowlist filters
@@ -207,6 +231,10 @@ impl Core {
             )
         };
         let manager = McpManager::load(&agent_dir, &cwd, trusted);
+        manager.set_provider_token(self.provider_token());
+        // Servers the extensions registered while loading connect with the configured ones.
+        let registered = self.ext.registrations().mcp_servers.clone();
+        manager.set_extension_servers(&registered);
         let _ = catalog.mcp.manager.set(Arc::clone(&manager));
         let activate = self.discovery_tools(&manager);
         manager.start(Arc::downgrade(self) as Weak<dyn McpHost>);
@@ -228,7 +256,13 @@ impl Core {
         if search && registered(TOOL_SEARCH_TOOL_NAME) {
             out.push(TOOL_SEARCH_TOOL_NAME.to_string());
         }
-        if out.is_empty() {
+        if out.is_empty()
+            && !self
+                .tools
+                .mcp
+                .warned_unreachable
+                .swap(true, Ordering::SeqCst)
+        {
             let reason =
                 if codemode && registered(CODEMODE_TOOL_NAME) && !manager.auto_enable_codemode {
                     " (autoEnableCodemode is false)"
@@ -241,6 +275,115 @@ impl Core {
             );
         }
         out
+    }
+
+    /// `auth.provider`: the provider's API key or OAuth access token (refreshed when due), as
+    /// Pi's `getApiKeyForProvider` gives it.
+    fn provider_token(&self) -> pi_mcp::oauth::auth::ProviderToken {
+        let core = self.this.get().cloned().unwrap_or_default();
+        Arc::new(move |provider: String| {
+            let core = core.clone();
+            Box::pin(async move {
+                let core = core.upgrade()?;
+                let model = lock(&core.registry)
+                    .all_models()
+                    .into_iter()
+                    .find(|m| m.provider == provider)?;
+                pi_registry::request_auth_shared(&core.registry, &model)
+                    .await
+                    .ok()?
+                    .api_key
+            })
+        })
+    }
+
+    /// A new generation of extensions loaded (`reinit`, `reload`): its registrations replace
+    /// the previous generation's.
+    pub(crate) fn mcp_registrations_loaded(&self) {
+        if let Some(m) = self.tools.mcp.manager().cloned() {
+            let registered = self.ext.registrations().mcp_servers.clone();
+            m.set_extension_servers(&registered);
+            self.ensure_discovery_active(&m);
+        }
+    }
+
+    /// An extension registered or unregistered a server after loading: the manager connects or
+    /// stops it. Without the built-in MCP support, and with no extension handling
+    /// `mcp_servers_change`, nothing connects it: each server is reported once, as Pi's runner
+    /// does.
+    pub(crate) async fn mcp_servers_changed(&self) {
+        if self.tools.mcp.manager().is_some() {
+            self.mcp_registrations_loaded();
+            return;
+        }
+        if self.ext.handles("mcp_servers_change") {
+            return;
+        }
+        let registered = self.ext.registrations().mcp_servers.clone();
+        for server in registered {
+            if !lock(&self.tools.mcp.reported_unhandled).insert(server.name.clone()) {
+                continue;
+            }
+            let error = format!(
+                "MCP server \"{}\" is registered, but no loaded extension connects MCP servers; another extension may have replaced the built-in MCP support",
+                server.name
+            );
+            self.ext_error(&server.extension_path, "register_mcp_server", &error)
+                .await;
+        }
+    }
+
+    /// After the servers changed: `codemode`/`tool_search` become active when an enabled
+    /// server's exposure needs them (Pi's `ensureDiscoveryActive`), with the warning once when
+    /// neither can be.
+    fn ensure_discovery_active(&self, manager: &McpManager) {
+        let (codemode, search) = manager.discovery_needs();
+        if !codemode && !search {
+            return;
+        }
+        let registered = |n: &str| self.tools.get(n).is_some();
+        let active = self.active_names();
+        let mut activate = Vec::new();
+        if codemode
+            && manager.auto_enable_codemode
+            && registered(CODEMODE_TOOL_NAME)
+            && !active.iter().any(|n| n == CODEMODE_TOOL_NAME)
+        {
+            activate.push(CODEMODE_TOOL_NAME.to_string());
+        }
+        if search
+            && registered(TOOL_SEARCH_TOOL_NAME)
+            && !active.iter().any(|n| n == TOOL_SEARCH_TOOL_NAME)
+        {
+            activate.push(TOOL_SEARCH_TOOL_NAME.to_string());
+        }
+        if !activate.is_empty() {
+            self.change_active(&activate, &[]);
+        }
+        let reachable = |n: &str| {
+            registered(n) && (active.iter().any(|a| a == n) || activate.iter().any(|a| a == n))
+        };
+        if reachable(CODEMODE_TOOL_NAME) || reachable(TOOL_SEARCH_TOOL_NAME) {
+            return;
+        }
+        if self
+            .tools
+            .mcp
+            .warned_unreachable
+            .swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let reason = if codemode && registered(CODEMODE_TOOL_NAME) && !manager.auto_enable_codemode
+        {
+            " (autoEnableCodemode is false)"
+        } else {
+            ""
+        };
+        self.notify(
+            format!("MCP tools are only reachable from the codemode or tool_search tool, but neither is active{reason}; they cannot be called."),
+            Notice::Warning,
+        );
     }
 
     fn notify(&self, message: String, kind: Notice) {
@@ -261,10 +404,13 @@ impl Core {
         }
     }
 
-    /// Before a prompt starts: the first one waits for servers with `direct` tools.
+    /// Before a prompt starts: the first one waits for servers with `direct` tools; servers
+    /// signed in meanwhile outside the session (`pi mcp login`) connect again.
     pub(crate) async fn mcp_before_prompt(&self) {
         if let Some(m) = self.tools.mcp.manager().cloned() {
             m.wait_for_direct_servers().await;
+            m.reconnect_signed_in().await;
+            self.ensure_discovery_active(&m);
         }
     }
 
@@ -351,6 +497,25 @@ impl McpHost for Core {
 
     fn notify(&self, message: String, kind: Notice) {
         Core::notify(self, message, kind);
+    }
+
+    fn notify_now(&self, message: String, kind: Notice) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(core) = self.this() else { return };
+            let notify_type = match kind {
+                Notice::Info => NotifyType::Info,
+                Notice::Warning => NotifyType::Warning,
+                Notice::Error => NotifyType::Error,
+            };
+            let request = ExtensionUiRequest::new(
+                pi_session::ids::uuid_v4(),
+                UiRequest::Notify {
+                    message,
+                    notify_type: Some(notify_type),
+                },
+            );
+            core.write(&request).await;
+        })
     }
 }
 
@@ -488,7 +653,47 @@ impl Runtime {
         let Some(m) = self.core.tools.mcp.manager().cloned() else {
             return;
         };
-        for (message, kind) in m.command(args).await {
+        let ui = RpcUi {
+            core: Arc::clone(&self.core),
+            manager: Arc::clone(&m),
+        };
+        m.command(args, &ui).await;
+    }
+}
+
+/// `/mcp`'s side of the RPC client: notices and dialogs as `extension_ui_request` records.
+struct RpcUi {
+    core: Arc<Core>,
+    manager: Arc<McpManager>,
+}
+
+impl RpcUi {
+    async fn dialog(
+        &self,
+        request: UiRequest,
+        cancel: Option<CancellationToken>,
+    ) -> Option<ExtensionUiResponse> {
+        let id = pi_session::ids::uuid_v4();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.core.tools.mcp.dialogs).insert(id.clone(), tx);
+        self.core
+            .write(&ExtensionUiRequest::new(id.clone(), request))
+            .await;
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(never);
+        let answer = tokio::select! {
+            a = rx => a.ok(),
+            // Dismissed without a record, as Pi's RPC dialogs are when their signal fires.
+            _ = cancel.cancelled() => None,
+        };
+        lock(&self.core.tools.mcp.dialogs).remove(&id);
+        answer
+    }
+}
+
+impl pi_mcp::command::CommandUi for RpcUi {
+    fn notify(&self, message: String, kind: Notice) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
             let notify_type = match kind {
                 Notice::Info => NotifyType::Info,
                 Notice::Warning => NotifyType::Warning,
@@ -502,6 +707,49 @@ impl Runtime {
                 },
             );
             self.core.write(&request).await;
-        }
+        })
+    }
+
+    fn select(&self, title: String, options: Vec<String>) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let request = UiRequest::Select {
+                title,
+                options,
+                timeout: None,
+            };
+            let answer = self.dialog(request, None).await?;
+            if answer.cancelled == Some(true) {
+                return None;
+            }
+            answer.value
+        })
+    }
+
+    fn input(
+        &self,
+        title: String,
+        placeholder: String,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            let request = UiRequest::Input {
+                title,
+                placeholder: Some(placeholder),
+                timeout: None,
+            };
+            let answer = self.dialog(request, Some(cancel)).await?;
+            if answer.cancelled == Some(true) {
+                return None;
+            }
+            answer.value
+        })
+    }
+
+    fn open_url(&self, url: &str) {
+        pi_mcp::command::open_browser(url);
+    }
+
+    fn servers_changed(&self) {
+        self.core.ensure_discovery_active(&self.manager);
     }
 }

@@ -14,8 +14,10 @@ import { execCommand } from "./exec.mjs";
 import {
 	callAsync,
 	callSync,
+	effect,
 	errorMessage,
 	host,
+	jsonSafe,
 	mutateSession,
 	NOT_INITIALIZED,
 	sessionQuery,
@@ -25,6 +27,11 @@ import {
 const DEFAULT_MARKDOWN_MESSAGE_TYPES = ["user", "assistant", "assistant-thinking"];
 
 const mcpNamespace = (name) => String(name).replace(/-/g, "_");
+
+/** Copies of the registered MCP servers, in registration order (Pi's `getMcpServers()`). */
+export function mcpServerList(runtime) {
+	return [...runtime.mcpServers.values()].map((server) => ({ ...server, config: structuredClone(server.config) }));
+}
 
 export function createExtensionAPI(extension, runtime) {
 	const pendingFlagValues = new Map();
@@ -46,10 +53,13 @@ export function createExtensionAPI(extension, runtime) {
 		if (state === "loading") pendingChanges.push(change);
 		else change();
 	};
-	// After loading, registry changes reach the extension that connects servers (not awaited, as in Pi).
+	// After loading, registry changes reach pi, which connects the servers (its built-in MCP
+	// support), and the extensions' handlers (not awaited, as in Pi). Registrations made while
+	// loading travel with the load result instead.
 	const mcpChanged = () => {
 		if (!runtime.bound) return;
-		void emitLocal(runtime, { type: "mcp_servers_change", servers: [...runtime.mcpServers.values()] });
+		effect("mcp_servers", { servers: mcpServerList(runtime) });
+		void emitLocal(runtime, { type: "mcp_servers_change", servers: mcpServerList(runtime) });
 	};
 	const reportAsync = (event) => (error) =>
 		runtime.emitError({ extensionPath: "<runtime>", event, error: errorMessage(error) });
@@ -257,10 +267,10 @@ export function createExtensionAPI(extension, runtime) {
 		},
 		registerMcpServer(name, config) {
 			assertActive();
-			if (typeof name !== "string" || name.length === 0 || typeof config !== "object" || config === null) {
-				throw new Error(
-					`Invalid MCP server registered by extension "${extension.path}": ${typeof name === "string" && name ? "config must be an object" : "name must be a non-empty string"}`,
-				);
+			// pi validates with the rules and texts of mcp.json (aliases come back resolved).
+			const validated = callSync("mcp_validate", { name: String(name), config: jsonSafe(config) });
+			if (validated.error !== undefined) {
+				throw new Error(`Invalid MCP server registered by extension "${extension.path}": ${validated.error}`);
 			}
 			const owner = runtime.mcpServers.get(name)?.extensionPath;
 			if (owner !== undefined && owner !== extension.path) {
@@ -270,7 +280,7 @@ export function createExtensionAPI(extension, runtime) {
 				(s) => s.name !== name && mcpNamespace(s.name) === mcpNamespace(name),
 			);
 			if (clash) throw new Error(`MCP server "${name}" conflicts with registered server "${clash.name}"`);
-			const server = { name, config: structuredClone(config), extensionPath: extension.path };
+			const server = { name, config: validated.config, extensionPath: extension.path };
 			applyChange(() => {
 				runtime.mcpServers.set(name, server);
 				mcpChanged();
@@ -286,7 +296,7 @@ export function createExtensionAPI(extension, runtime) {
 		},
 		getMcpServers() {
 			assertActive();
-			return [...runtime.mcpServers.values()];
+			return mcpServerList(runtime);
 		},
 		registerVirtualModel(model) {
 			assertActive();

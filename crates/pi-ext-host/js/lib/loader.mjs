@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createJiti } from "jiti";
-import { createExtensionAPI } from "./api.mjs";
+import { createExtensionAPI, mcpServerList } from "./api.mjs";
 import { emitLocal } from "./dispatch.mjs";
 import { createEventBus } from "./event-bus.mjs";
 import { createSessionManagerFacade } from "./facades.mjs";
@@ -250,6 +250,7 @@ function generationResult(runtime, errors) {
 		extensions: runtime.extensions.map((ext) => buildRegistration(runtime, ext)),
 		errors,
 		handlers,
+		mcpServers: mcpServerList(runtime),
 	};
 }
 

@@ -38,8 +38,9 @@ export class Runtime {
 		this.oauthProviders = new Map();
 		/** `refreshModels` hooks of registered providers, by provider id. */
 		this.refreshProviders = new Map();
-		/** MCP servers and virtual models are kept here only (pi has no channel for them yet). */
+		/** MCP servers extensions registered, by name: {name, config, extensionPath}; pi gets copies. */
 		this.mcpServers = new Map();
+		/** Virtual models are kept here only (pi has no channel for them yet). */
 		this.virtualModels = [];
 		/** False while factories run: action methods throw until the result of the load is sent. */
 		this.bound = false;

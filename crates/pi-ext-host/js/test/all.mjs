@@ -4,6 +4,7 @@ import "./events.test.mjs";
 import "./commands-tools.test.mjs";
 import "./ui.test.mjs";
 import "./api.test.mjs";
+import "./mcp.test.mjs";
 import "./examples.test.mjs";
 import "./modules.test.mjs";
 import "./process.test.mjs";
