@@ -310,6 +310,12 @@ impl Agent {
         }
     }
 
+    /// The cancellation of the active run (what [`Agent::abort`] cancels), for work a hook
+    /// waits on that an abort must end (a tool approval waiting for the client).
+    pub fn run_cancellation(&self) -> Option<CancellationToken> {
+        lock(&self.active).clone()
+    }
+
     /// Resolves when no run is active.
     pub async fn wait_for_idle(&self) {
         let mut rx = self.busy.subscribe();

@@ -4,7 +4,7 @@
 //! ```text
 //! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
 //!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
-//!          [--data target/pi-bench] [--only ready,extensions,packages,stream,tool,session,grep] [--quick] [--out FILE]
+//!          [--data target/pi-bench] [--only ready,extensions,packages,stream,tool,session,listing,grep] [--quick] [--out FILE]
 //! ```
 //!
 //! Everything runs on 127.0.0.1; the mock LLM runs inside this process so that chunk writes and
@@ -14,6 +14,7 @@
 mod agent;
 mod ext_figures;
 mod figures;
+mod listing;
 mod relay;
 mod stats;
 
@@ -27,7 +28,7 @@ use stats::{Better, Row, fmt_num, summarize, table};
 
 const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
 [--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
-  LIST: comma-separated of ready,extensions,packages,stream,tool,session,grep (default: all)";
+  LIST: comma-separated of ready,extensions,packages,stream,tool,session,listing,grep (default: all)";
 
 struct Cli {
     ours: PathBuf,
@@ -441,6 +442,25 @@ fn run(cli: Cli) -> Result<(), String> {
         let (o, r) = (&sides[0], &sides[1]);
         let mut row = Row::new(
             "tool turn: 8 parallel calls (read×2, grep×2, find, ls, bash×2), tool-call message → next request",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
+        rows.push(row);
+    }
+
+    if want("listing") {
+        eprintln!("list_sessions over {} sessions", listing::SESSIONS);
+        let (d, sides) = listing::list_sessions(&ctx)?;
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            &format!(
+                "sessions list, {} sessions ({} MiB): first page of 50 (ours: `list_sessions` round trip from ready, an addition; ref: `SessionManager.list`, the call alone, in Node)",
+                fmt_num(listing::SESSIONS as f64),
+                fmt_num(d.bytes as f64 / 1024.0 / 1024.0)
+            ),
             "ms",
             Better::Lower,
         );

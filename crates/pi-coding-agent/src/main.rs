@@ -86,6 +86,10 @@ fn run(argv: &[String]) -> i32 {
             command: cli::Subcommand::Auth,
             args,
         } => pi_coding_agent::commands::auth::run(args),
+        Action::Command {
+            command: cli::Subcommand::Schema,
+            args,
+        } => schema_command(args),
         Action::Command { command, args } => match command {
             Subcommand::Install | Subcommand::Remove | Subcommand::Update | Subcommand::List => {
                 pi_coding_agent::packages::cli::run(*command, args)
@@ -101,6 +105,56 @@ fn run(argv: &[String]) -> i32 {
         },
     }
 }
+
+/// `pi schema [--typescript]`: the JSON Schema of the whole protocol (or TypeScript
+/// declarations of it) on stdout.
+fn schema_command(args: &[String]) -> i32 {
+    let schema = pi_protocol::schema::protocol_schema();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] => match serde_json::to_string_pretty(&schema) {
+            Ok(text) => print_out(&(text + "\n")),
+            Err(e) => {
+                eprintln!("Error: {e}");
+                1
+            }
+        },
+        ["--typescript"] => print_out(&pi_protocol::schema_ts::typescript(&schema)),
+        ["-h" | "--help"] => {
+            print!("{SCHEMA_HELP}");
+            0
+        }
+        _ => {
+            eprint!("Error: unknown arguments\n\n{SCHEMA_HELP}");
+            1
+        }
+    }
+}
+
+/// Writes `text` to stdout; a reader that stopped early (`pi schema | head`) is no error.
+fn print_out(text: &str) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            1
+        }
+    }
+}
+
+const SCHEMA_HELP: &str = "\
+Usage:
+  pi schema                 Print the JSON Schema (draft 2020-12) of the RPC protocol: commands,
+                            responses, events, extension UI records and session file lines
+  pi schema --typescript    Print TypeScript declarations of the same types
+";
 
 /// `pi mcp ...`: shell commands on `mcp.json`, run without a session.
 fn mcp_command(args: &[String]) -> i32 {

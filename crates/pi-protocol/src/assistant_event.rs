@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
 /// Stop reasons that end a successful stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum DoneReason {
     Stop,
@@ -18,7 +18,7 @@ pub enum DoneReason {
 }
 
 /// Stop reasons that end a failed stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum ErrorReason {
     Aborted,
@@ -27,7 +27,7 @@ pub enum ErrorReason {
 
 /// pi-ai's `AssistantMessageEvent`: what a provider stream yields, each update carrying the
 /// response so far. Never written to stdout as is; see [`WireAssistantEvent`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -102,7 +102,7 @@ pub enum AssistantMessageEvent {
 ///
 /// Borrowing (`Cow`) lets the streaming hot path serialize without copying deltas; values read
 /// from JSON are always owned.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// How a queued message is delivered: one per poll or everything queued so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum QueueMode {
     #[serde(rename = "all")]
     All,
@@ -16,7 +16,7 @@ pub enum QueueMode {
 }
 
 /// What `prompt` does with its message while a run is active.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum StreamingBehavior {
     #[serde(rename = "steer")]
     Steer,
@@ -26,7 +26,7 @@ pub enum StreamingBehavior {
 
 /// One RPC command. The `id` travels beside it because it is echoed
 /// verbatim, with whatever JSON type the client gave it (see [`Incoming::Command`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -115,6 +115,47 @@ pub enum RpcCommand {
     },
     GetMessages {},
     GetCommands {},
+    // Additions (see `crate::additions`): not Pi 1.6.0's; Pi answers them `Unknown command`.
+    /// The handshake: versions, supported commands and events, the additions.
+    GetProtocolInfo {},
+    /// Sessions on disk, newest first, one page at a time.
+    ListSessions {
+        /// Sessions of this working directory (default: the session's cwd).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
+        /// Sessions of every working directory instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        all: Option<bool>,
+        /// Only sessions whose name, id, cwd or message text contains this (case-insensitive).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        query: Option<String>,
+        /// Page size (default 50, at most 1000).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u64>,
+        /// The `nextCursor` of the previous page.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+    },
+    /// Another session's entries or messages, without switching to it.
+    ReadSession {
+        session_path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        view: Option<crate::additions::SessionView>,
+        /// `entries` view: only the entries after the one with this id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<String>,
+        /// `entries` view: at most this many entries.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u64>,
+    },
+    /// The tool approval policy in force.
+    GetToolApprovals {},
+    /// Replaces the tool approval policy for the rest of this process.
+    SetToolApprovals {
+        rules: crate::record::OrderedMap<crate::additions::ApprovalAction>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
 }
 
 /// Every command `type` Pi 1.6.0 knows, in the order of `rpc-types.d.ts`.
@@ -154,6 +195,15 @@ pub const COMMAND_TYPES: &[&str] = &[
     "get_commands",
 ];
 
+/// The command `type`s pi in Rust adds (see `crate::additions`).
+pub const ADDITION_COMMAND_TYPES: &[&str] = &[
+    "get_protocol_info",
+    "list_sessions",
+    "read_session",
+    "get_tool_approvals",
+    "set_tool_approvals",
+];
+
 impl RpcCommand {
     /// The wire `type` of this command.
     pub fn type_name(&self) -> &'static str {
@@ -191,13 +241,23 @@ impl RpcCommand {
             RpcCommand::SetSessionName { .. } => "set_session_name",
             RpcCommand::GetMessages {} => "get_messages",
             RpcCommand::GetCommands {} => "get_commands",
+            RpcCommand::GetProtocolInfo {} => "get_protocol_info",
+            RpcCommand::ListSessions { .. } => "list_sessions",
+            RpcCommand::ReadSession { .. } => "read_session",
+            RpcCommand::GetToolApprovals {} => "get_tool_approvals",
+            RpcCommand::SetToolApprovals { .. } => "set_tool_approvals",
         }
+    }
+
+    /// Whether this is one of pi in Rust's additions rather than a Pi 1.6.0 command.
+    pub fn is_addition(&self) -> bool {
+        ADDITION_COMMAND_TYPES.contains(&self.type_name())
     }
 }
 
 /// A client's answer to an `extension_ui_request` (`RpcExtensionUIResponse`). Pi reads the
 /// fields loosely (a `cancelled:true` wins, otherwise `value` or `confirmed`), so all are optional.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExtensionUiResponse {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -271,8 +331,9 @@ pub fn decode_command(value: Value) -> Incoming {
             }),
         };
     }
-    if !matches!(type_value, Some(Value::String(_))) || !COMMAND_TYPES.contains(&type_name.as_str())
-    {
+    let known = COMMAND_TYPES.contains(&type_name.as_str())
+        || ADDITION_COMMAND_TYPES.contains(&type_name.as_str());
+    if !matches!(type_value, Some(Value::String(_))) || !known {
         return Incoming::Rejected(Rejection {
             id,
             command: type_value,
@@ -332,8 +393,15 @@ mod tests {
             "bash": {"command": "ls"}, "switch_session": {"sessionPath": "/x.jsonl"},
             "fork": {"entryId": "abcd1234"}, "set_session_name": {"name": "n"},
         });
-        for t in COMMAND_TYPES {
-            let mut obj = minimal.get(*t).cloned().unwrap_or_else(|| json!({}));
+        let minimal_additions = json!({
+            "read_session": {"sessionPath": "/x.jsonl"}, "set_tool_approvals": {"rules": {}},
+        });
+        for t in COMMAND_TYPES.iter().chain(ADDITION_COMMAND_TYPES) {
+            let mut obj = minimal
+                .get(*t)
+                .or_else(|| minimal_additions.get(*t))
+                .cloned()
+                .unwrap_or_else(|| json!({}));
             obj["type"] = json!(t);
             obj["id"] = json!(7);
             match decode_command(obj) {

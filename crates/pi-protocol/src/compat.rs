@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Request field that carries the output-token limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MaxTokensField {
     MaxCompletionTokens,
@@ -19,7 +19,7 @@ pub enum MaxTokensField {
 }
 
 /// How reasoning is requested from an OpenAI-compatible server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ThinkingFormat {
     AntLing,
@@ -36,7 +36,7 @@ pub enum ThinkingFormat {
 }
 
 /// Top-level request field that caps reasoning tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ThinkingTokenBudgetField {
     ThinkingBudget,
@@ -45,14 +45,14 @@ pub enum ThinkingTokenBudgetField {
 }
 
 /// Cache-control marker style.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheControlFormat {
     Anthropic,
 }
 
 /// Which session-affinity headers are sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SessionAffinityFormat {
     Openai,
@@ -61,7 +61,7 @@ pub enum SessionAffinityFormat {
 }
 
 /// Whether `prompt_cache_key` is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptCacheKeyMode {
     Auto,
@@ -70,7 +70,7 @@ pub enum PromptCacheKeyMode {
 }
 
 /// How a System One classifier service takes images.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ImageInput {
     Assets,
@@ -79,7 +79,7 @@ pub enum ImageInput {
 }
 
 /// Values a chat-template variable can refer to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum ChatTemplateVarName {
     #[serde(rename = "thinking.budget")]
     ThinkingBudget,
@@ -98,7 +98,7 @@ record! {
 }
 
 /// One `chatTemplateKwargs` value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ChatTemplateKwargValue {
     Null,
@@ -109,7 +109,7 @@ pub enum ChatTemplateKwargValue {
 }
 
 /// OpenRouter `data_collection` preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DataCollection {
     Allow,
@@ -126,7 +126,7 @@ record! {
 }
 
 /// OpenRouter `sort`: a strategy name or options.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum OpenRouterSort {
     Strategy(String),
@@ -157,7 +157,7 @@ record! {
 }
 
 /// A single threshold or per-percentile thresholds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum NumberOrPercentiles {
     Number(f64),

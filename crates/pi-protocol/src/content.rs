@@ -30,6 +30,25 @@ impl Serialize for ImageContent {
     }
 }
 
+impl schemars::JsonSchema for ImageContent {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ImageContent".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An image, base64-encoded.",
+            "type": "object",
+            "properties": {
+                "type": { "const": "image" },
+                "data": { "type": "string", "description": "Base64 of the image bytes." },
+                "mimeType": { "type": "string" }
+            },
+            "required": ["type", "data", "mimeType"]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for ImageContent {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = ImageWire::deserialize(d)?;
@@ -133,10 +152,10 @@ fn unknown_block(kind: &str, allowed: &str) -> serde_json::Error {
 /// Declares an enum over content block structs, dispatching on the `type` key.
 macro_rules! block_enum {
     (
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
         pub enum $name:ident { $( $variant:ident($ty:ty) = $tag:literal, )* }
     ) => {
-        $(#[$meta])*
+        $(#[doc = $doc])*
         #[derive(Debug, Clone, PartialEq)]
         pub enum $name {
             $( $variant($ty), )*
@@ -154,6 +173,17 @@ macro_rules! block_enum {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let map = Map::<String, Value>::deserialize(d)?;
                 $name::from_map(map).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let variants = vec![$( g.subschema_for::<$ty>().to_value(), )*];
+                crate::schema::one_of(&[$($doc),*], variants)
             }
         }
 
@@ -263,6 +293,23 @@ impl<B: Serialize> Serialize for StringOrBlocks<B> {
             StringOrBlocks::Text(t) => s.serialize_str(t),
             StringOrBlocks::Blocks(b) => b.serialize(s),
         }
+    }
+}
+
+impl<B: schemars::JsonSchema> schemars::JsonSchema for StringOrBlocks<B> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("StringOr{}List", B::schema_name()).into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let block = g.subschema_for::<B>().to_value();
+        schemars::json_schema!({
+            "anyOf": [{ "type": "string" }, { "type": "array", "items": block }]
+        })
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// Why a compaction started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CompactionReason {
     Manual,
@@ -26,7 +26,7 @@ pub enum CompactionReason {
 }
 
 /// Which summarization is being retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum SummarizationSource {
     Compaction,
@@ -34,7 +34,7 @@ pub enum SummarizationSource {
 }
 
 /// One stdout event record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -176,6 +176,35 @@ pub enum SessionEvent {
         error: String,
     },
 }
+
+/// Every event `type` ([`SessionEvent`]), in declaration order (`get_protocol_info` lists them;
+/// a test checks the list against the schema of the enum).
+pub const EVENT_TYPES: &[&str] = &[
+    "agent_start",
+    "agent_end",
+    "agent_settled",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "queue_update",
+    "compaction_start",
+    "compaction_end",
+    "auto_retry_start",
+    "auto_retry_end",
+    "summarization_retry_scheduled",
+    "summarization_retry_attempt_start",
+    "summarization_retry_finished",
+    "entry_appended",
+    "session_info_changed",
+    "thinking_level_changed",
+    "bash_execution_update",
+    "extension_error",
+];
 
 impl SessionEvent {
     /// The wire `type`.

@@ -34,7 +34,7 @@ impl<'de> Deserialize<'de> for ExtensionUiRequestType {
 }
 
 /// Severity of a `notify` request (the client treats an absent one as `info`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NotifyType {
     Info,
@@ -43,7 +43,7 @@ pub enum NotifyType {
 }
 
 /// Where a widget goes (the client treats an absent one as `aboveEditor`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum WidgetPlacement {
     AboveEditor,
@@ -51,7 +51,7 @@ pub enum WidgetPlacement {
 }
 
 /// The method-specific part of a request, tagged by `method`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(
     tag = "method",
     rename_all = "camelCase",
@@ -128,6 +128,19 @@ pub enum UiRequest {
     },
 }
 
+/// Every `method` of [`UiRequest`] (a test checks the list against the schema of the enum).
+pub const UI_METHODS: &[&str] = &[
+    "select",
+    "confirm",
+    "input",
+    "editor",
+    "notify",
+    "setStatus",
+    "setWidget",
+    "setTitle",
+    "set_editor_text",
+];
+
 impl UiRequest {
     /// The `method` string.
     pub fn method(&self) -> &'static str {
@@ -157,7 +170,7 @@ impl UiRequest {
 }
 
 /// `{"type":"extension_ui_request","id":<uuid>,"method":...,<method fields>}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExtensionUiRequest {
     #[serde(rename = "type")]
     pub kind: ExtensionUiRequestType,
@@ -165,6 +178,10 @@ pub struct ExtensionUiRequest {
     pub id: String,
     #[serde(flatten)]
     pub request: UiRequest,
+    /// A tool approval's confirm dialog names the call (an addition: absent from every
+    /// dialog an extension opens, so the record is Pi's byte for byte).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<crate::additions::ApprovalSubject>,
 }
 
 impl ExtensionUiRequest {
@@ -173,6 +190,7 @@ impl ExtensionUiRequest {
             kind: ExtensionUiRequestType,
             id: id.into(),
             request,
+            approval: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Every wire type of Pi 1.6.0's RPC and JSON modes, and JSON output byte-compatible with
 //! JavaScript's `JSON.stringify`. No I/O lives here.
 
+pub mod additions;
 pub mod assistant_event;
 pub mod command;
 pub mod compat;
@@ -13,6 +14,8 @@ pub mod num;
 pub mod record;
 pub mod response;
 pub mod results;
+pub mod schema;
+pub mod schema_ts;
 pub mod session_entry;
 pub mod thinking;
 pub mod tool;

@@ -277,23 +277,45 @@ pub fn serialize_ordered<M: SerializeMap>(
 /// (`Option<T>`, key required, `null` when `None`), `optnul` (`Option<Option<T>>`: absent,
 /// `null`, or a value). `via path` names a deserializer function for the value (e.g. lenient
 /// integers). An optional leading `@tag "key" = "value";` declares a constant discriminator key.
+///
+/// The type's JSON Schema is derived from the same field list ([`record_schema`]), its doc
+/// comments becoming the descriptions.
 macro_rules! record {
     (
-        $(#[$meta:meta])*
+        $(#[$($meta:tt)*])*
         pub struct $name:ident {
             $(@tag $tag_key:literal = $tag_val:literal;)?
             $(
-                $(#[$fmeta:meta])*
+                $(#[$($fmeta:tt)*])*
                 $kind:ident $field:ident : $ty:ty = $key:literal $(via $via:path)?;
             )*
         }
     ) => {
-        $(#[$meta])*
+        $(#[$($meta)*])*
         #[derive(Debug, Clone, PartialEq)]
         pub struct $name {
-            $( $(#[$fmeta])* pub $field: $crate::record::record!(@fty $kind $ty), )*
+            $( $(#[$($fmeta)*])* pub $field: $crate::record::record!(@fty $kind $ty), )*
             /// Unknown keys and the key order this value was read with.
             pub rest: $crate::record::Rest,
+        }
+
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(g: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                let fields: ::std::vec::Vec<$crate::record::FieldSchema> = ::std::vec![
+                    $( $crate::record::FieldSchema {
+                        key: $key,
+                        required: $crate::record::record!(@required $kind),
+                        nullable: $crate::record::record!(@nullable $kind),
+                        schema: g.subschema_for::<$ty>(),
+                        doc: &[$($crate::record::record!(@doc $($fmeta)*)),*],
+                    }, )*
+                ];
+                $crate::record::record_schema(&[$($crate::record::record!(@doc $($meta)*)),*], None $(.or(Some(($tag_key, $tag_val))))?, fields)
+            }
         }
 
         impl $name {
@@ -471,6 +493,21 @@ macro_rules! record {
         $crate::record::record!(@emit opt $m $key $f)
     };
 
+    (@doc doc = $d:literal) => { $d };
+    (@doc $($other:tt)*) => { "" };
+
+    (@required req) => { true };
+    (@required nul) => { true };
+    (@required opt) => { false };
+    (@required optnul) => { false };
+    (@required any) => { false };
+
+    (@nullable req) => { false };
+    (@nullable nul) => { true };
+    (@nullable opt) => { false };
+    (@nullable optnul) => { true };
+    (@nullable any) => { false };
+
     (@present req $f:expr) => { true };
     (@present nul $f:expr) => { true };
     (@present opt $f:expr) => { ($f).is_some() };
@@ -478,6 +515,69 @@ macro_rules! record {
     (@present any $f:expr) => { ($f).is_some() };
 }
 pub(crate) use record;
+
+/// One field of a record, for its JSON Schema.
+#[doc(hidden)]
+pub struct FieldSchema {
+    pub key: &'static str,
+    pub required: bool,
+    /// `null` is a value of its own (`nul`, `optnul` fields).
+    pub nullable: bool,
+    pub schema: schemars::Schema,
+    pub doc: &'static [&'static str],
+}
+
+/// The JSON Schema of a record: an object with the record's keys, the tag a constant. Unknown
+/// keys are allowed (records keep them), so the schema stays open like the type.
+#[doc(hidden)]
+pub fn record_schema(
+    doc: &[&str],
+    tag: Option<(&str, &str)>,
+    fields: Vec<FieldSchema>,
+) -> schemars::Schema {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    if let Some((key, value)) = tag {
+        properties.insert(key.into(), serde_json::json!({ "const": value }));
+        required.push(Value::from(key));
+    }
+    for f in fields {
+        let mut schema = f.schema.to_value();
+        // `oneOf`, not the `anyOf` of schemars' `Option`: optional fields are never `null`
+        // unless declared so, and `crate::schema` strips the `anyOf` form from them.
+        if f.nullable {
+            schema = serde_json::json!({ "oneOf": [schema, { "type": "null" }] });
+        }
+        if let Some(text) = doc_text(f.doc)
+            && let Value::Object(map) = &mut schema
+        {
+            map.insert("description".into(), text.into());
+        }
+        if f.required {
+            required.push(Value::from(f.key));
+        }
+        properties.insert(f.key.into(), schema);
+    }
+    let mut out = Map::new();
+    if let Some(text) = doc_text(doc) {
+        out.insert("description".into(), text.into());
+    }
+    out.insert("type".into(), "object".into());
+    out.insert("properties".into(), Value::Object(properties));
+    out.insert("required".into(), Value::Array(required));
+    schemars::Schema::from(out)
+}
+
+/// Doc comment lines as one description (`None` without any).
+pub(crate) fn doc_text(lines: &[&str]) -> Option<String> {
+    let text = lines
+        .iter()
+        .map(|l| l.strip_prefix(' ').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
 
 /// A JSON object with string keys and typed values (`Record<string, V>` in TypeScript), in the
 /// order JavaScript would enumerate it: array-index keys (`"0"`, `"17"`) first in ascending

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// `get_state` data. `model` is always present in practice (the placeholder when nothing is
 /// available); `sessionFile` is absent with `--no-session`; `sessionName` only when set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RpcSessionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,7 +40,7 @@ pub struct RpcSessionState {
 }
 
 /// Token totals of `get_session_stats`; `total` = input + output + cacheRead + cacheWrite.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenTotals {
     #[serde(deserialize_with = "crate::num::de_u64")]
@@ -57,7 +57,7 @@ pub struct TokenTotals {
 
 /// How full the context window is. `tokens` and `percent` are `null` when unknown (after a
 /// compaction, before the next response); `percent` is unrounded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextUsage {
     #[serde(deserialize_with = "crate::num::de_opt_u64")]
@@ -68,7 +68,7 @@ pub struct ContextUsage {
 }
 
 /// `get_session_stats` data. Counts cover every `message` entry of the file (all branches).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +93,7 @@ pub struct SessionStats {
 }
 
 /// Result of the RPC `bash` command. `exitCode` is absent when the command was cancelled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BashResult {
     pub output: String,
@@ -111,7 +111,7 @@ pub struct BashResult {
 }
 
 /// Result of a compaction (`compact` data, `compaction_end.result`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionResult {
     pub summary: String,
@@ -135,7 +135,7 @@ pub struct CompactionResult {
 /// summaries use the same shape): the files the summarized part only read, and those it wrote
 /// or edited, each sorted by UTF-16 code units. `details` itself is a [`Value`] wherever it is
 /// carried, because an extension may store anything there.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionDetails {
     pub read_files: Vec<String>,
@@ -143,7 +143,7 @@ pub struct CompactionDetails {
 }
 
 /// Where a resource is configured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceScope {
     User,
@@ -152,7 +152,7 @@ pub enum SourceScope {
 }
 
 /// Whether a resource comes from a package or is configured directly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceOrigin {
     Package,
@@ -160,7 +160,7 @@ pub enum SourceOrigin {
 }
 
 /// Where an extension, prompt template or skill comes from (`SourceInfo`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceInfo {
     /// File path, or a synthetic path such as `builtin:mcp`.
@@ -175,7 +175,7 @@ pub struct SourceInfo {
 }
 
 /// What kind of slash command an entry of `get_commands` is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SlashCommandSource {
     Extension,
@@ -184,7 +184,7 @@ pub enum SlashCommandSource {
 }
 
 /// A command that can be invoked through `prompt` (`RpcSlashCommand`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RpcSlashCommand {
     /// Without the leading slash (`skill:<name>` for skills).
@@ -196,7 +196,7 @@ pub struct RpcSlashCommand {
 }
 
 /// How an accepted `prompt` was dispatched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptDisposition {
     Started,
@@ -205,7 +205,7 @@ pub enum PromptDisposition {
 }
 
 /// How an accepted `steer`/`follow_up` was dispatched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum QueuedInputDisposition {
     Queued,
@@ -213,19 +213,19 @@ pub enum QueuedInputDisposition {
 }
 
 /// `prompt` data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PromptData {
     pub disposition: PromptDisposition,
 }
 
 /// `steer` / `follow_up` data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QueuedInputData {
     pub disposition: QueuedInputDisposition,
 }
 
 /// `clear_queue` data: the texts that were removed.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClearQueueData {
     pub steering: Vec<String>,
@@ -233,13 +233,13 @@ pub struct ClearQueueData {
 }
 
 /// `new_session`, `switch_session` and `clone` data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CancelledData {
     pub cancelled: bool,
 }
 
 /// `cycle_model` data (the response carries `null` when there is nothing to cycle to).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CycleModelData {
     pub model: Model,
@@ -248,32 +248,32 @@ pub struct CycleModelData {
 }
 
 /// `get_available_models` data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AvailableModelsData {
     pub models: Vec<Model>,
 }
 
 /// `cycle_thinking_level` data (`null` for non-reasoning models).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThinkingLevelData {
     pub level: ThinkingLevel,
 }
 
 /// `get_available_thinking_levels` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AvailableThinkingLevelsData {
     pub levels: Vec<ThinkingLevel>,
 }
 
 /// `export_html` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExportHtmlData {
     pub path: String,
 }
 
 /// `fork` data: the text of the user message forked from; `text` is absent when an extension
 /// cancelled the fork.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -281,7 +281,7 @@ pub struct ForkData {
 }
 
 /// One entry of `get_fork_messages`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ForkMessage {
     pub entry_id: String,
@@ -289,22 +289,23 @@ pub struct ForkMessage {
 }
 
 /// `get_fork_messages` data.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ForkMessagesData {
     pub messages: Vec<ForkMessage>,
 }
 
 /// `get_entries` data. `leafId` is `null` for an empty session. `entries` is any sequence of
 /// entries, so a response can be written from the session's own slice (`&[SessionEntry]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "EntriesData")]
 pub struct EntriesData<E = Vec<SessionEntry>> {
     pub entries: E,
     pub leaf_id: Option<String>,
 }
 
 /// `get_tree` data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TreeData {
     pub tree: Vec<SessionTreeNode>,
@@ -312,20 +313,20 @@ pub struct TreeData {
 }
 
 /// `get_last_assistant_text` data: Pi writes `{}` (not `{"text":null}`) when there is none.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LastAssistantTextData {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 
 /// `get_messages` data (the transcript's shared messages, written without copying them).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessagesData {
     pub messages: Vec<Arc<AgentMessage>>,
 }
 
 /// `get_commands` data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandsData {
     pub commands: Vec<RpcSlashCommand>,
 }
@@ -359,6 +360,10 @@ pub enum ResponseData {
     LastAssistantText(LastAssistantTextData),
     Messages(MessagesData),
     Commands(CommandsData),
+    ProtocolInfo(Box<crate::additions::ProtocolInfo>),
+    SessionList(crate::additions::SessionList),
+    SessionRead(Box<crate::additions::SessionRead>),
+    ToolApprovals(crate::additions::ToolApprovalPolicy),
 }
 
 impl ResponseData {
@@ -388,6 +393,10 @@ impl ResponseData {
             "get_last_assistant_text" => f(data).map(Self::LastAssistantText),
             "get_messages" => f(data).map(Self::Messages),
             "get_commands" => f(data).map(Self::Commands),
+            "get_protocol_info" => f(data).map(Self::ProtocolInfo),
+            "list_sessions" => f(data).map(Self::SessionList),
+            "read_session" => f(data).map(Self::SessionRead),
+            "get_tool_approvals" | "set_tool_approvals" => f(data).map(Self::ToolApprovals),
             _ => return None,
         })
     }
@@ -424,10 +433,14 @@ into_response_data! {
     LastAssistantText(LastAssistantTextData),
     Messages(MessagesData),
     Commands(CommandsData),
+    SessionList(crate::additions::SessionList),
+    ToolApprovals(crate::additions::ToolApprovalPolicy),
 }
 
 into_response_data! {
     Box::new =>
+    ProtocolInfo(crate::additions::ProtocolInfo),
+    SessionRead(crate::additions::SessionRead),
     State(RpcSessionState),
     Model(Model),
     Compaction(CompactionResult),

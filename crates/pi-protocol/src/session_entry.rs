@@ -326,7 +326,7 @@ impl<'de> Deserialize<'de> for FileEntry {
 }
 
 /// A node of `get_tree`: an entry, its children (sorted by timestamp), and its resolved label.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionTreeNode {
     pub entry: SessionEntry,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// How strictly a `json_schema` constrained-sampling tool must follow its schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SchemaStrictness {
     Prefer,
@@ -16,7 +16,7 @@ pub enum SchemaStrictness {
 }
 
 /// OpenAI grammar encodings of a tool's argument language.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GrammarVariants {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openai_lark: Option<String>,
@@ -25,7 +25,7 @@ pub struct GrammarVariants {
 }
 
 /// A constrained-sampling configuration object (`ConstrainedSamplingConfig`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ConstrainedSamplingConfig {
     JsonSchema { strict: SchemaStrictness },
@@ -111,7 +111,7 @@ impl AgentToolResult {
 }
 
 /// How a nested tool call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NestedCallStatus {
     Ok,

@@ -46,7 +46,7 @@ impl Usage {
 
 /// Why an assistant response ended. `pending` only appears on the streaming snapshot in
 /// `message_start`; `deferred` marks a response whose result is fetched later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum StopReason {
     Pending,

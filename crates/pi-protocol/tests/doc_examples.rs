@@ -93,10 +93,15 @@ fn shape(data: &ResponseData) -> &'static str {
         }
         ResponseData::Messages(_) => "Messages",
         ResponseData::Commands(_) => "Commands",
+        // Additions (no Pi doc examples): their goldens cover them (`schema_goldens`).
+        ResponseData::ProtocolInfo(_) => "ProtocolInfo",
+        ResponseData::SessionList(_) => "SessionList",
+        ResponseData::SessionRead(_) => "SessionRead",
+        ResponseData::ToolApprovals(_) => "ToolApprovals",
     }
 }
 
-/// Every shape [`shape`] names.
+/// Every shape of Pi's protocol [`shape`] names.
 const SHAPES: [&str; 25] = [
     "Prompt",
     "QueuedInput",

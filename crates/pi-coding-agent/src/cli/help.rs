@@ -39,6 +39,8 @@ Commands:
   pi list                      List the packages of user and project settings
   pi config [-l]               Switch package resources and built-in extensions on or off
                                (Tab switches between user and project settings)
+  pi schema [--typescript]     Print the JSON Schema (or TypeScript declarations) of the RPC
+                               protocol
   pi <command> --help          Show help for install/remove/uninstall/update/list/config
 ";
 

@@ -123,6 +123,8 @@ pub enum Subcommand {
     Config,
     /// `pi mcp ...`.
     Mcp,
+    /// `pi schema [--typescript]`: the protocol's JSON Schema (an addition; not Pi's).
+    Schema,
 }
 
 impl Subcommand {
@@ -136,6 +138,7 @@ impl Subcommand {
             "list" => Subcommand::List,
             "config" => Subcommand::Config,
             "mcp" => Subcommand::Mcp,
+            "schema" => Subcommand::Schema,
             _ => return None,
         })
     }
@@ -150,6 +153,7 @@ impl Subcommand {
             Subcommand::List => "list",
             Subcommand::Config => "config",
             Subcommand::Mcp => "mcp",
+            Subcommand::Schema => "schema",
         }
     }
 }
@@ -337,6 +341,7 @@ mod tests {
             ("list", Subcommand::List),
             ("config", Subcommand::Config),
             ("mcp", Subcommand::Mcp),
+            ("schema", Subcommand::Schema),
         ] {
             let inv = parse_cli(&argv(&[word, "-l", "--x", "--offline"])).unwrap();
             assert_eq!(

@@ -24,11 +24,14 @@ impl Runtime {
         self.core.ext_resources_discover("startup").await;
     }
 
-    /// An `extension_ui_response` from the client, for the dialog with its id (unknown ids are
-    /// ignored by the host, as Pi ignores them).
+    /// An `extension_ui_response` from the client, for the dialog with its id: a tool
+    /// approval's, else an extension's (unknown ids are ignored by the host, as Pi ignores them).
     pub fn extension_ui_response(&self, response: &pi_protocol::command::ExtensionUiResponse) {
         // `/mcp` (built in) asks its own questions.
         if self.core.tools.mcp.answer_dialog(response) {
+            return;
+        }
+        if self.approval_answer(response) {
             return;
         }
         let Some(host) = self.core.ext.host() else {

@@ -173,29 +173,10 @@ impl RunHooks for Core {
         args: Map<String, Value>,
     ) -> BoxFuture<'a, Result<ToolCallGate, String>> {
         Box::pin(async move {
-            if !self.ext.handles("tool_call") {
-                return Ok(ToolCallGate::Run(args));
-            }
-            let payload = json!({
-                "toolName": call.name,
-                "toolCallId": call.id,
-                "input": args,
-            });
-            let Some(result) = self.ext_emit("tool_call", payload).await else {
-                return Ok(ToolCallGate::Run(args));
-            };
-            if result.get("block").and_then(Value::as_bool) == Some(true) {
-                return Ok(ToolCallGate::Block {
-                    reason: result
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    terminate: result.get("terminate").and_then(Value::as_bool) == Some(true),
-                });
-            }
-            match result.get("input") {
-                Some(Value::Object(input)) => Ok(ToolCallGate::Run(input.clone())),
-                _ => Ok(ToolCallGate::Run(args)),
+            // The approval policy judges what the extensions let through, with their edits.
+            match self.extension_tool_gate(call, args).await {
+                ToolCallGate::Run(args) => Ok(self.approve(call, args).await),
+                blocked => Ok(blocked),
             }
         })
     }
@@ -273,6 +254,36 @@ impl RunHooks for Core {
                 _ => message,
             }
         })
+    }
+}
+
+impl Core {
+    /// The extensions' `tool_call` handlers: block the call, or run it (with edited input).
+    async fn extension_tool_gate(&self, call: &ToolCall, args: Map<String, Value>) -> ToolCallGate {
+        if !self.ext.handles("tool_call") {
+            return ToolCallGate::Run(args);
+        }
+        let payload = json!({
+            "toolName": call.name,
+            "toolCallId": call.id,
+            "input": args,
+        });
+        let Some(result) = self.ext_emit("tool_call", payload).await else {
+            return ToolCallGate::Run(args);
+        };
+        if result.get("block").and_then(Value::as_bool) == Some(true) {
+            return ToolCallGate::Block {
+                reason: result
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                terminate: result.get("terminate").and_then(Value::as_bool) == Some(true),
+            };
+        }
+        match result.get("input") {
+            Some(Value::Object(input)) => ToolCallGate::Run(input.clone()),
+            _ => ToolCallGate::Run(args),
+        }
     }
 }
 

@@ -2,6 +2,8 @@
 //! settings and resources, and everything a run does around the agent loop — queues, retries,
 //! persistence, `agent_settled`. RPC commands call into it; it writes events to the output.
 
+mod additions;
+mod approvals;
 mod commands_misc;
 mod compaction;
 mod emit;
@@ -19,6 +21,7 @@ mod startup;
 mod state;
 mod tools;
 
+pub use additions::ListSessionsParams;
 pub(crate) use prompt::custom_message;
 pub use prompt::{Preflight, PromptOrigin, PromptRequest};
 pub use startup::{cli_registry, list_models, start};
@@ -135,6 +138,11 @@ pub(crate) struct Core {
     pub ext_partial: Mutex<Option<crate::extensions::PartialAssistant>>,
     /// An extension asked pi to quit (`ctx.shutdown()`).
     pub quit: tokio::sync::Notify,
+    /// The session directory chosen at startup (`--session-dir` etc.), `None` for the default
+    /// per-cwd one: where `list_sessions` looks.
+    pub session_dir: Option<PathBuf>,
+    /// The tool approval policy and the approval dialogs in flight (an addition).
+    pub approvals: approvals::Approvals,
     agent: OnceLock<Weak<Agent>>,
     /// This core, for what must outlive a borrow of it (hooks handed to a request).
     this: OnceLock<Weak<Core>>,

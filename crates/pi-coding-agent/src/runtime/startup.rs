@@ -353,6 +353,8 @@ struct Loaded {
     context_messages: Vec<std::sync::Arc<AgentMessage>>,
     /// The command line with an extension's trust decision in it (what `ctx.reload()` reads).
     decided_args: Option<Args>,
+    /// The session directory chosen (`None`: the default per-cwd one).
+    session_dir: Option<PathBuf>,
 }
 
 async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
@@ -459,7 +461,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         &env.home,
     )
     .map(|d| env.cwd.join(d));
-    let mut session = open_session(args, &env.cwd, &env.agent_dir, chosen_dir)?;
+    let mut session = open_session(args, &env.cwd, &env.agent_dir, chosen_dir.clone())?;
     finish_session(args, &mut session, &env.cwd)?;
     let has_thinking_entry = session.branch_entries(None).iter().any(|e| {
         matches!(
@@ -512,6 +514,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         startup_request,
         context_messages,
         decided_args: trust_args,
+        session_dir: chosen_dir,
     })
 }
 
@@ -553,6 +556,7 @@ fn assemble(
         startup_request,
         context_messages,
         decided_args,
+        session_dir,
     } = loaded;
     let s = res.settings.settings().clone();
     let builtin_extensions = res.builtin_extensions.clone();
@@ -589,6 +593,10 @@ fn assemble(
     let deferred = extensions.deferred_errors;
     let ext = crate::extensions::Extensions::new(extensions.host, extensions.registrations);
     ext.route_streams(&registry);
+    let (approvals, approval_warnings) = super::approvals::Approvals::from_settings(&s);
+    for w in approval_warnings {
+        eprintln!("Warning: {w}");
+    }
     let core = Arc::new(Core {
         out,
         env,
@@ -609,6 +617,8 @@ fn assemble(
         ext_partial: Mutex::new(None),
         default_tools: OnceLock::new(),
         quit: tokio::sync::Notify::new(),
+        session_dir,
+        approvals,
         agent: OnceLock::new(),
         this: OnceLock::new(),
     });

@@ -222,6 +222,10 @@ pub struct Settings {
     pub tracking_id: Option<String>,
     pub warn_anthropic_extra_usage: bool,
     pub last_changelog_version: Option<String>,
+    /// `toolApprovals` (an addition, unknown to Pi): merged, and the agent-dir layer alone
+    /// (a project's settings may tighten the user's rules, never loosen them).
+    pub tool_approvals: Option<Value>,
+    pub tool_approvals_user: Option<Value>,
     /// Warnings for values Pi would throw on when using them (`Invalid <key> setting: ...`).
     pub warnings: Vec<String>,
     compaction: Option<Value>,
@@ -470,6 +474,8 @@ impl Settings {
             tracking_id: string(m, &["trackingId"]),
             warn_anthropic_extra_usage: boolean(m, &["warnings", "anthropicExtraUsage"], true),
             last_changelog_version: string(m, &["lastChangelogVersion"]),
+            tool_approvals: m.get("toolApprovals").cloned(),
+            tool_approvals_user: global.get("toolApprovals").cloned(),
             warnings,
             compaction: m.get("compaction").cloned(),
         }

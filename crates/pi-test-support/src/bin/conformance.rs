@@ -15,7 +15,10 @@ const USAGE: &str = "usage: conformance <record|replay|list> [options] [scenario
   --package-dir <dir>     install dir of the agent's package (normalized to <pi-package>)
   --root <dir>            the conformance directory (default ./conformance)
   -j <n>                  parallel scenarios
-  --reference             replay: the agent is Pi itself (deviations compare with *.pi.golden)
+  --reference             replay: the agent is Pi itself (deviations and additions compare
+                          with *.pi.golden)
+  --ours                  record: write the goldens of addition scenarios (addition_*) from
+                          the given binary, ours
   --keep                  keep sandboxes in the temp dir
   --step-timeout <ms>     per wait step
   --cache-dir <dir>       XDG_CACHE_HOME shared by every run (our extension host installs
@@ -68,6 +71,7 @@ fn parse(args: Vec<String>) -> Result<Cli, String> {
                 opts.run.step_timeout = Duration::from_millis(ms);
             }
             "--reference" => reference = true,
+            "--ours" => opts.ours = true,
             "--keep" => opts.run.keep = true,
             "--cache-dir" => {
                 let p = PathBuf::from(value("--cache-dir")?);
@@ -110,6 +114,8 @@ async fn main() -> ExitCode {
                 for s in all {
                     let dev = if s.deviation.is_some() {
                         " [deviation]"
+                    } else if s.addition.is_some() {
+                        " [addition]"
                     } else {
                         ""
                     };

@@ -59,6 +59,8 @@ impl Normalizer {
                         ("durationMs" | "wall_time_seconds", Value::Number(_)) => {
                             Value::String("<duration>".into())
                         }
+                        // `list_sessions` (an addition): the cursor names a file's mtime in ns.
+                        ("nextCursor", Value::String(_)) => Value::String("<cursor>".into()),
                         _ => self.value(val),
                     };
                     // Paths can be keys too (`trust.json` maps folders to decisions).

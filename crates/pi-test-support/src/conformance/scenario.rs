@@ -19,6 +19,12 @@ pub struct Scenario {
     /// Set when the golden is our hand-edited expected output rather than Pi's (see DEVIATIONS.md).
     #[serde(default)]
     pub deviation: Option<String>,
+    /// Set for a scenario of pi in Rust's protocol additions (#21): what it pins down. Its golden
+    /// is ours, recorded from our binary (`record --ours`) and reviewed; Pi's recording, where
+    /// the additions' commands get `Unknown command`, goes to `<name>.pi.golden` as for a
+    /// deviation.
+    #[serde(default)]
+    pub addition: Option<String>,
     /// `json` or `print` (`-p`) instead of `--mode rpc`; the prompt then comes from `args`.
     #[serde(default)]
     pub mode: Option<String>,
@@ -182,6 +188,9 @@ impl Matcher {
     }
 }
 
+/// Name prefix of the scenarios of pi in Rust's protocol additions (see [`Scenario::addition`]).
+pub const ADDITION_PREFIX: &str = "addition_";
+
 impl Scenario {
     pub fn load(path: &Path) -> Result<Scenario, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -191,7 +200,27 @@ impl Scenario {
             .file_stem()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The name says it too, so a listing or a golden's file name shows what is not Pi's.
+        if s.addition.is_some() != s.name.starts_with(ADDITION_PREFIX) {
+            return Err(format!(
+                "{}: a scenario has the `addition` field exactly when its name starts with `{ADDITION_PREFIX}`",
+                path.display()
+            ));
+        }
+        if s.addition.is_some() && s.deviation.is_some() {
+            return Err(format!(
+                "{}: `addition` and `deviation` exclude each other",
+                path.display()
+            ));
+        }
         Ok(s)
+    }
+
+    /// Whether the compared golden is ours rather than Pi's recording: a deviation's
+    /// (hand-edited) or an addition's (recorded from our binary). Pi's own recording of such a
+    /// scenario is `<name>.pi.golden`.
+    pub fn golden_is_ours(&self) -> bool {
+        self.deviation.is_some() || self.addition.is_some()
     }
 
     /// All scenarios of a directory, sorted by name.

@@ -46,6 +46,8 @@ pub struct SuiteOptions {
     pub jobs: usize,
     pub scenario_timeout: Duration,
     pub run: RunOptions,
+    /// `record --ours`: record the goldens of addition scenarios from the given (our) binary.
+    pub ours: bool,
 }
 
 impl SuiteOptions {
@@ -61,6 +63,7 @@ impl SuiteOptions {
                 exit_timeout: Duration::from_secs(5),
                 keep: false,
             },
+            ours: false,
         }
     }
 
@@ -75,6 +78,7 @@ impl SuiteOptions {
                 exit_timeout: Duration::from_secs(15),
                 keep: false,
             },
+            ours: false,
         }
     }
 }
@@ -157,6 +161,14 @@ pub async fn record(
     opts: &SuiteOptions,
 ) -> Result<Vec<String>, String> {
     let scenarios = select(layout, &opts.names)?;
+    if opts.ours
+        && let Some(s) = scenarios.iter().find(|s| s.addition.is_none())
+    {
+        return Err(format!(
+            "record --ours writes the goldens of addition scenarios only; {} is Pi's",
+            s.name
+        ));
+    }
     let mut report = Vec::new();
     let mut failed = Vec::new();
     for (s, r) in run_all(scenarios, target, opts, BTreeMap::new()).await {
@@ -168,7 +180,7 @@ pub async fn record(
             ));
             continue;
         }
-        let path = if s.deviation.is_some() {
+        let path = if s.golden_is_ours() && !opts.ours {
             layout.reference_golden(&s.name)
         } else {
             layout.golden(&s.name)
@@ -178,7 +190,14 @@ pub async fn record(
         }
         golden::write(&path, &r.transcript)?;
         let mut line = format!("recorded {} ({} lines)", s.name, r.transcript.len());
-        if s.deviation.is_some() {
+        if opts.ours {
+            line.push_str(" from our binary: review it before committing");
+        } else if s.addition.is_some() {
+            line.push_str(" as Pi's behaviour; the compared golden is ours (record --ours)");
+            if !layout.golden(&s.name).exists() {
+                line.push_str(" and MISSING");
+            }
+        } else if s.deviation.is_some() {
             line.push_str(" as Pi's behaviour; the compared golden is hand-edited");
             if !layout.golden(&s.name).exists() {
                 line.push_str(" and MISSING: write it");
@@ -329,7 +348,7 @@ pub async fn replay(
     let mut expected = BTreeMap::new();
     let mut runnable = Vec::new();
     for s in scenarios {
-        let path = if reference && s.deviation.is_some() {
+        let path = if reference && s.golden_is_ours() {
             layout.reference_golden(&s.name)
         } else {
             layout.golden(&s.name)

@@ -5,7 +5,7 @@ use super::framing::Frame;
 use super::in_flight::InFlight;
 use super::large;
 use pi_coding_agent::output::Output;
-use pi_coding_agent::runtime::{Preflight, PromptRequest, Runtime};
+use pi_coding_agent::runtime::{ListSessionsParams, Preflight, PromptRequest, Runtime};
 use pi_js::json::to_js_line;
 use pi_js::parse::parse_js_json;
 use pi_protocol::command::ExtensionUiResponse;
@@ -151,6 +151,8 @@ fn is_long_running(command: &RpcCommand) -> bool {
             | RpcCommand::SwitchSession { .. }
             | RpcCommand::Fork { .. }
             | RpcCommand::Clone {}
+            | RpcCommand::ListSessions { .. }
+            | RpcCommand::ReadSession { .. }
     )
 }
 
@@ -317,6 +319,38 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
         RpcCommand::Compact {
             custom_instructions,
         } => data_or_error(rt.compact(custom_instructions).await),
+        // Additions (not Pi's; see `pi_protocol::additions`).
+        RpcCommand::GetProtocolInfo {} => data(rt.protocol_info()),
+        RpcCommand::ListSessions {
+            cwd,
+            all,
+            query,
+            limit,
+            cursor,
+        } => {
+            let params = ListSessionsParams {
+                cwd,
+                all: all == Some(true),
+                query,
+                limit,
+                cursor,
+            };
+            data_or_error(rt.list_sessions(params).await)
+        }
+        RpcCommand::ReadSession {
+            session_path,
+            view,
+            since,
+            limit,
+        } => {
+            let path = rt.session_path(&session_path);
+            large::read_session(out, id, path, view.unwrap_or_default(), since, limit).await;
+            return;
+        }
+        RpcCommand::GetToolApprovals {} => data(rt.tool_approvals()),
+        RpcCommand::SetToolApprovals { rules, timeout_ms } => {
+            data_or_error(rt.set_tool_approvals(rules, timeout_ms))
+        }
     };
     respond(out, id, name, outcome).await;
 }

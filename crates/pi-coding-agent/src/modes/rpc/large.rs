@@ -1,13 +1,17 @@
-//! Responses about the size of the session file (`get_messages`, `get_entries`, `get_tree`):
+//! Responses about the size of a session file (`get_messages`, `get_entries`, `get_tree`, and
+//! the addition `read_session`):
 //! written straight to stdout in chunks, so a 100 MB session never needs a 100 MB string (or
 //! three, as building the data, wrapping it and framing it would take).
 
 use pi_coding_agent::output::Output;
 use pi_coding_agent::runtime::Runtime;
 use pi_js::json::write_js;
+use pi_protocol::additions::{SessionMessagesRead, SessionView};
 use pi_protocol::response::data_prefix;
 use pi_protocol::results::{EntriesData, MessagesData};
+use pi_protocol::session_entry::SessionHeader;
 use pi_protocol::{Outcome, RpcResponse};
+use pi_session::SessionReader;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{self, Write};
@@ -70,4 +74,76 @@ pub async fn get_tree(out: &Output, rt: &Runtime, id: Option<Value>) {
         w.write_all(b"}}\n")
     })
     .await;
+}
+
+/// `read_session` (an addition): another session's entries or messages. The file is checked
+/// first (a missing file, a non-session or an unknown `since` is an error response); the
+/// entries then stream from the file into the record, at most `limit` of them.
+pub async fn read_session(
+    out: &Output,
+    id: Option<Value>,
+    path: std::path::PathBuf,
+    view: SessionView,
+    since: Option<String>,
+    limit: Option<u64>,
+) {
+    let opened = tokio::task::spawn_blocking(move || match view {
+        SessionView::Entries => SessionReader::open(&path, since.as_deref()).map(Opened::Entries),
+        SessionView::Messages => {
+            let store = pi_session::SessionStore::open_read_only(&path)?;
+            let header = SessionHeader::from_map(store.header().clone())
+                .map_err(|_| pi_session::SessionError::InvalidSessionFile(path.clone()))?;
+            Ok(Opened::Messages(SessionMessagesRead {
+                header,
+                messages: store.context_messages(),
+            }))
+        }
+    })
+    .await;
+    let opened = match opened {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => return error(out, id, "read_session", e.to_string()).await,
+        Err(e) => return error(out, id, "read_session", e.to_string()).await,
+    };
+    out.send_streamed(move |w| match opened {
+        Opened::Messages(data) => record(
+            w,
+            &RpcResponse::new(id, "read_session", Outcome::Data(data)),
+        ),
+        Opened::Entries(reader) => {
+            w.write_all(data_prefix(id.as_ref(), "read_session").as_bytes())?;
+            w.write_all(b"{\"header\":")?;
+            js(w, reader.header())?;
+            w.write_all(b",\"entries\":[")?;
+            let leaf = reader.leaf_id().map(str::to_owned);
+            let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+            let mut has_more = false;
+            for (written, entry) in reader.entries().enumerate() {
+                if written == limit {
+                    has_more = true;
+                    break;
+                }
+                if written > 0 {
+                    w.write_all(b",")?;
+                }
+                js(w, &entry)?;
+            }
+            w.write_all(b"],\"leafId\":")?;
+            js(w, &leaf)?;
+            w.write_all(format!(",\"hasMore\":{has_more}}}}}\n").as_bytes())
+        }
+    })
+    .await;
+}
+
+enum Opened {
+    Entries(SessionReader),
+    Messages(SessionMessagesRead),
+}
+
+async fn error(out: &Output, id: Option<Value>, command: &str, message: String) {
+    let response: RpcResponse<Value> = RpcResponse::new(id, command, Outcome::Error(message));
+    if let Ok(line) = pi_js::json::to_js_line(&response) {
+        out.send(line).await;
+    }
 }
