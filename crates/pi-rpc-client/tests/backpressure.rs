@@ -11,6 +11,7 @@ use tokio::process::Command;
 
 /// Records a child writes: far more than the queue, the reader's buffer and a pipe together.
 const RECORDS: usize = 50_000;
+const _: () = assert!(RECORDS > 10 * EVENT_BUFFER);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undrained_queue_holds_the_writer_back() {
@@ -28,7 +29,6 @@ async fn an_undrained_queue_holds_the_writer_back() {
     let mut client = Client::attach(child).unwrap();
     // Nobody reads events: the writer must be blocked, not finished.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(RECORDS > 10 * EVENT_BUFFER);
     assert_eq!(
         client.try_wait().unwrap(),
         None,
