@@ -54,3 +54,40 @@ fn schema_rejects_unknown_arguments() {
     assert_eq!((code, stdout.as_str()), (1, ""));
     assert!(stderr.starts_with("Error: unknown arguments"), "{stderr}");
 }
+
+/// Node 22 where `scripts/install-reference` put it, else the one on PATH.
+fn node_path() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    let node22 = root.join(".reference/node22/package/bin");
+    let path = std::env::var("PATH").unwrap_or_default();
+    if node22.join("node").is_file() {
+        format!("{}:{path}", node22.display())
+    } else {
+        path
+    }
+}
+
+/// The declarations are TypeScript Node 22's own parser accepts (type stripping parses the
+/// whole file; a syntax error fails it).
+#[test]
+fn schema_typescript_parses() {
+    let (code, stdout, stderr) = pi(&["schema", "--typescript"]);
+    assert_eq!(code, 0, "{stderr}");
+    let dir = std::env::temp_dir().join(format!("pi-schema-ts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("protocol.ts");
+    std::fs::write(&file, &stdout).unwrap();
+    let out = Command::new("node")
+        .arg("--experimental-strip-types")
+        .arg("--no-warnings")
+        .arg(&file)
+        .env("PATH", node_path())
+        .output()
+        .expect("node 22 (conformance/.reference or PATH)");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

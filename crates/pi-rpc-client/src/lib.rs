@@ -171,6 +171,11 @@ impl Client {
         self.events.recv().await
     }
 
+    /// Whether pi has exited (without waiting).
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, Error> {
+        Ok(self.child.try_wait()?)
+    }
+
     /// Closes stdin (pi finishes what runs and exits) and waits for the exit.
     pub async fn close(mut self) -> Result<ExitStatus, Error> {
         drop(self.stdin.take());
