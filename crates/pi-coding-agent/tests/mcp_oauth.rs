@@ -665,3 +665,80 @@ fn a_running_session_uses_a_sign_in_made_elsewhere_on_its_next_turn() {
     let expected = std::fs::read_to_string(&fixture).unwrap();
     assert_eq!(out, expected);
 }
+
+/// `auth.provider` sends a model provider's credential instead of OAuth: with the key of
+/// `models.json` the server connects; a provider without credentials needs its `/login`.
+#[test]
+fn provider_credentials_match_the_reference() {
+    use pi_test_support::mcp_http::{HttpOptions, OAuthOptions, serve};
+    let reference = std::env::var("MCP_OAUTH_REFERENCE").ok();
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let program = match &reference {
+        Some(p) => std::fs::canonicalize(manifest.join("../..").join(p)).unwrap(),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_pi")),
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let options = HttpOptions {
+        server: pi_test_support::mcp_server::ServerOptions::from_args(Vec::<String>::new())
+            .unwrap(),
+        oauth: Some(OAuthOptions {
+            accepted_tokens: vec!["dummy".into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let server = rt.block_on(serve(options, 0)).unwrap();
+    let dir = pi_test_support::TempDir::new();
+    for sub in ["home", "agent", "work", "bin"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("agent/mcp.json"),
+        json!({"mcpServers": {
+            "keyed": {"url": server.url(), "auth": {"provider": "mock-openai"}},
+            "keyless": {"url": server.url(), "auth": {"provider": "anthropic"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agent/models.json"),
+        pi_test_support::conformance::sandbox::default_models(1).to_string(),
+    )
+    .unwrap();
+    let node = manifest.join("../../conformance/.reference/node22/package/bin");
+    let env = Env {
+        path: format!(
+            "{}:{}:/usr/bin:/bin",
+            dir.path().join("bin").display(),
+            node.display()
+        ),
+        urls: vec![(server.url(), "<URL>".into())],
+        program,
+        dir,
+    };
+    let mut out = String::new();
+    cli(&env, &mut out, &["list"], false);
+    cli(&env, &mut out, &["login", "keyless"], false);
+    cli(&env, &mut out, &["logout", "keyed"], false);
+    // Sorted: the servers connect at the same time.
+    out.push_str("== requests (sorted)\n");
+    let mut lines: Vec<String> = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| l.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    lines.sort();
+    for line in lines {
+        out.push_str(&format!("{line}\n"));
+    }
+    let fixture = manifest.join("tests/fixtures/mcp_oauth_provider.txt");
+    if reference.is_some() {
+        std::fs::write(&fixture, &out).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&fixture).unwrap();
+    assert_eq!(out, expected);
+}

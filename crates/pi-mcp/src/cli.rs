@@ -732,7 +732,11 @@ async fn list(
             o.out(&format!("  project override: {ov}"));
         }
         if s("state") == "needs-auth" {
-            o.out(&format!("  sign in with: pi mcp login {}", s("name")));
+            // A provider's credentials come from that provider's login, not `pi mcp login`.
+            match r.get("authProvider").and_then(Value::as_str) {
+                Some(p) => o.out(&format!("  sign in with: /login {p} in pi")),
+                None => o.out(&format!("  sign in with: pi mcp login {}", s("name"))),
+            }
         }
         if !tools.is_empty() {
             let shown: Vec<String> = tools

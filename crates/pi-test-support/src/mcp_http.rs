@@ -50,6 +50,9 @@ pub struct OAuthOptions {
     /// Tools whose calls need a scope `(tool, scope)`: without it the call gets 403 with an
     /// `insufficient_scope` challenge naming that scope (step-up authorization).
     pub tool_scopes: Vec<(String, String)>,
+    /// Access tokens valid from the start, without a grant (a credential issued elsewhere,
+    /// such as a model provider's key sent with `auth.provider`).
+    pub accepted_tokens: Vec<String>,
 }
 
 impl Default for OAuthOptions {
@@ -62,6 +65,7 @@ impl Default for OAuthOptions {
             iss: false,
             client: None,
             tool_scopes: Vec::new(),
+            accepted_tokens: Vec::new(),
         }
     }
 }
@@ -210,6 +214,12 @@ pub async fn serve(opts: HttpOptions, port: u16) -> std::io::Result<HttpServer> 
         auth: Mutex::default(),
         streams: Mutex::default(),
     });
+    if let Some(o) = &shared.opts.oauth {
+        let mut auth = lock(&shared.auth);
+        for t in &o.accepted_tokens {
+            auth.access.insert(t.clone(), String::new());
+        }
+    }
     let task = {
         let (log, shared) = (Arc::clone(&log), Arc::clone(&shared));
         tokio::spawn(async move {
