@@ -286,7 +286,7 @@ fn is_text_delta(line: &str) -> bool {
     line.starts_with("{\"type\":\"message_update\"") && line.contains("\"type\":\"text_delta\"")
 }
 
-fn is_settled(line: &str) -> bool {
+pub(crate) fn is_settled(line: &str) -> bool {
     line.starts_with("{\"type\":\"agent_settled\"")
 }
 

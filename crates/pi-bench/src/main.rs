@@ -4,7 +4,7 @@
 //! ```text
 //! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
 //!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
-//!          [--data target/pi-bench] [--only ready,extensions,packages,stream,tool,session,listing,grep] [--quick] [--out FILE]
+//!          [--data target/pi-bench] [--only ready,extensions,mcp,packages,stream,tool,session,listing,grep] [--quick] [--out FILE]
 //! ```
 //!
 //! Everything runs on 127.0.0.1; the mock LLM runs inside this process so that chunk writes and
@@ -15,6 +15,7 @@ mod agent;
 mod ext_figures;
 mod figures;
 mod listing;
+mod mcp_figures;
 mod relay;
 mod stats;
 
@@ -28,7 +29,7 @@ use stats::{Better, Row, fmt_num, summarize, table};
 
 const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
 [--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
-  LIST: comma-separated of ready,extensions,packages,stream,tool,session,listing,grep (default: all)";
+  LIST: comma-separated of ready,extensions,mcp,packages,stream,tool,session,listing,grep (default: all)";
 
 struct Cli {
     ours: PathBuf,
@@ -339,6 +340,32 @@ fn run(cli: Cli) -> Result<(), String> {
         row.ours = per_call(&sides[0], &sides[1]);
         row.reference = Some(per_call(&sides[2], &sides[3]));
         notes(&mut row, &sides[1], Some(&sides[3]));
+        rows.push(row);
+    }
+
+    if want("mcp") {
+        eprintln!("ready with an MCP server; a codemode script making 100 MCP calls");
+        let sides = mcp_figures::ready_mcp(&ctx);
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            "ready with one stdio MCP server in `mcp.json`: spawn → first `get_state` response",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
+        rows.push(row);
+        let sides = mcp_figures::codemode_calls(&ctx);
+        let (o, r) = (&sides[0], &sides[1]);
+        let mut row = Row::new(
+            "codemode script making 100 sequential MCP tool calls (stdio server): tool-call message end → next request",
+            "ms",
+            Better::Lower,
+        );
+        row.ours = o.samples.clone();
+        row.reference = Some(r.samples.clone());
+        notes(&mut row, o, Some(r));
         rows.push(row);
     }
 
