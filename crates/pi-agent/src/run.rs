@@ -6,18 +6,18 @@ use crate::tool_exec::{execute_tool_calls, fail_truncated_calls};
 use crate::transcript::{declaration, declare_tool_changes};
 use pi_ai::{LlmContext, StreamEvent, StreamOptions};
 use pi_js::now_ms;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::AssistantBlock;
 use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use pi_protocol::usage::StopReason;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// What a run works on; replaced wholesale by `prepare_next_turn` (e.g. after compaction).
 pub(crate) struct RunState {
-    pub context: Vec<Arc<AgentMessage>>,
+    pub context: Vec<SharedMessage>,
     pub model: Model,
     /// `None` means thinking off.
     pub reasoning: Option<ThinkingLevel>,
@@ -74,7 +74,7 @@ async fn deliver(
                 message: message.clone(),
             })
             .await;
-        let shared = agent.end_message(Arc::new(message)).await;
+        let shared = agent.end_message(SharedMessage::new(message)).await;
         new_messages.push((*shared).clone());
         st.context.push(shared);
     }
@@ -160,7 +160,7 @@ async fn run_loop(
                 more_tool_calls = !batch.terminate;
                 for result in batch.messages {
                     st.context
-                        .push(Arc::new(AgentMessage::ToolResult(result.clone())));
+                        .push(SharedMessage::new(AgentMessage::ToolResult(result.clone())));
                     new_messages.push(AgentMessage::ToolResult(result.clone()));
                     tool_results.push(result);
                 }
@@ -248,7 +248,9 @@ async fn stream_assistant_response(
             .await;
     }
     let message = agent
-        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
+        .end_message(SharedMessage::new(AgentMessage::Assistant(
+            final_message.clone(),
+        )))
         .await;
     if let AgentMessage::Assistant(a) = &*message {
         final_message = a.clone();

@@ -14,6 +14,7 @@ use crate::store::SessionStore;
 use pi_js::json::to_js_string;
 use pi_js::time::{now_iso, parse_iso_ms};
 use pi_js::trim as js_trim;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::UserContent;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
@@ -73,7 +74,7 @@ impl SessionStore {
             self.entries.reserve_exact((self.entries.len() / 8).max(64));
         }
         self.entries.push(entry);
-        self.index_entry(self.entries.len() - 1);
+        self.index_last_entry();
         if let Err(e) = self.persist(line.as_bytes()) {
             self.entries.pop();
             if !id.is_empty() {
@@ -82,6 +83,7 @@ impl SessionStore {
                     None => self.by_id.remove(&id),
                 };
             }
+            self.by_id.resolve_parents(&self.entries);
             if let Some((target, label)) = saved_label {
                 match label {
                     Some(l) => self.labels.insert(target, l),
@@ -117,14 +119,11 @@ impl SessionStore {
 
     /// Appends a conversation message.
     pub fn append_message(&mut self, message: AgentMessage) -> Result<String> {
-        self.append_shared_message(std::sync::Arc::new(message))
+        self.append_shared_message(SharedMessage::new(message))
     }
 
     /// Appends a message the caller keeps too (the agent's transcript): stored once, shared.
-    pub fn append_shared_message(
-        &mut self,
-        message: std::sync::Arc<AgentMessage>,
-    ) -> Result<String> {
+    pub fn append_shared_message(&mut self, message: SharedMessage) -> Result<String> {
         let (id, parent_id, timestamp) = self.next_meta();
         self.append_entry(SessionEntry::Message(MessageEntry {
             id,

@@ -18,6 +18,8 @@
 //! should append to it.
 
 mod append;
+mod blocks;
+mod canonical;
 pub mod content_text;
 mod context;
 pub mod discovery;
@@ -26,6 +28,7 @@ mod fork;
 mod id_index;
 pub mod ids;
 mod lenient;
+mod message_line;
 mod migrate;
 pub mod paths;
 mod queries;

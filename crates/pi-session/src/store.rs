@@ -238,17 +238,24 @@ impl SessionStore {
         self.leaf = None;
         self.has_conversation = false;
         for i in 0..self.entries.len() {
-            self.index_entry(i);
+            if let Some(id) = self.entries[i].id() {
+                self.by_id.insert(id, i);
+            }
+            self.note_entry(i);
         }
+        self.by_id.resolve_parents(&self.entries);
     }
 
-    /// Adds entry `i` to the index as the newest entry.
-    pub(crate) fn index_entry(&mut self, i: usize) {
+    /// Indexes the entry just appended as the newest entry.
+    pub(crate) fn index_last_entry(&mut self) {
+        self.by_id.push(&self.entries);
+        self.note_entry(self.entries.len() - 1);
+    }
+
+    /// The leaf, conversation flag and labels after entry `i`.
+    fn note_entry(&mut self, i: usize) {
         let entry = &self.entries[i];
         self.leaf = entry.id().map(str::to_owned);
-        if let Some(id) = entry.id() {
-            self.by_id.insert(id, i);
-        }
         self.has_conversation |= is_conversation(entry);
         if let SessionEntry::Label(l) = entry {
             match l.label.as_deref().filter(|s| !s.is_empty()) {
@@ -362,8 +369,9 @@ impl SessionStore {
             }
             cur = self.entries[i]
                 .parent_id()
-                .filter(|p| !p.is_empty())
-                .and_then(|p| self.by_id.get(p).copied());
+                .is_some_and(|p| !p.is_empty())
+                .then(|| self.by_id.parent(i))
+                .flatten();
         }
         path.reverse();
         path

@@ -4,6 +4,7 @@
 
 use super::{Core, lock};
 use pi_agent::{BoxFuture, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
+use pi_protocol::SharedMessage;
 use pi_protocol::content::ToolCall;
 use pi_protocol::event::CompactionReason;
 use pi_protocol::message::AgentMessage;
@@ -117,8 +118,8 @@ impl RunHooks for Core {
 
     fn transform_context<'a>(
         &'a self,
-        messages: Vec<Arc<AgentMessage>>,
-    ) -> BoxFuture<'a, Vec<Arc<AgentMessage>>> {
+        messages: Vec<SharedMessage>,
+    ) -> BoxFuture<'a, Vec<SharedMessage>> {
         Box::pin(async move {
             let messages = self.ext_context(messages).await;
             let forced = lock(&self.run).forced_system_prompt.clone();
@@ -129,7 +130,7 @@ impl RunHooks for Core {
         })
     }
 
-    fn message_end<'a>(&'a self, message: Arc<AgentMessage>) -> BoxFuture<'a, Arc<AgentMessage>> {
+    fn message_end<'a>(&'a self, message: SharedMessage) -> BoxFuture<'a, SharedMessage> {
         Box::pin(async move {
             if !self.ext.handles("message_end") {
                 return message;
@@ -140,7 +141,7 @@ impl RunHooks for Core {
             };
             match result.get("message").cloned() {
                 Some(m) if !m.is_null() => match serde_json::from_value::<AgentMessage>(m) {
-                    Ok(replaced) => Arc::new(replaced),
+                    Ok(replaced) => SharedMessage::new(replaced),
                     Err(e) => {
                         self.ext_error(
                             "<runtime>",
@@ -159,7 +160,7 @@ impl RunHooks for Core {
 
 /// A run whose system prompt an extension forced sees one system message with that text (and
 /// the tools the transcript declares) instead of the transcript's system messages.
-fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<Arc<AgentMessage>> {
+fn force_system_prompt(messages: Vec<SharedMessage>, prompt: String) -> Vec<SharedMessage> {
     let current = pi_ai::transcript::current_system_message(&messages);
     let head = pi_protocol::message::SystemMessage {
         content: pi_protocol::content::StringOrBlocks::Text(prompt),
@@ -169,7 +170,7 @@ fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<
         timestamp: current.as_ref().map_or_else(pi_js::now_ms, |c| c.timestamp),
         rest: Default::default(),
     };
-    std::iter::once(Arc::new(AgentMessage::System(head)))
+    std::iter::once(SharedMessage::new(AgentMessage::System(head)))
         .chain(
             messages
                 .into_iter()
@@ -180,7 +181,7 @@ fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<
 
 impl Core {
     /// The extensions' `context` and `context_with_system` handlers over a request's messages.
-    async fn ext_context(&self, messages: Vec<Arc<AgentMessage>>) -> Vec<Arc<AgentMessage>> {
+    async fn ext_context(&self, messages: Vec<SharedMessage>) -> Vec<SharedMessage> {
         let messages = self.ext_context_event("context", messages).await;
         self.ext_context_event("context_with_system", messages)
             .await
@@ -190,8 +191,8 @@ impl Core {
     async fn ext_context_event(
         &self,
         event: &str,
-        messages: Vec<Arc<AgentMessage>>,
-    ) -> Vec<Arc<AgentMessage>> {
+        messages: Vec<SharedMessage>,
+    ) -> Vec<SharedMessage> {
         if !self.ext.handles(event) {
             return messages;
         }
@@ -203,7 +204,7 @@ impl Core {
             return messages;
         };
         match serde_json::from_value::<Vec<AgentMessage>>(list) {
-            Ok(changed) => changed.into_iter().map(Arc::new).collect(),
+            Ok(changed) => changed.into_iter().map(SharedMessage::new).collect(),
             Err(e) => {
                 self.ext_error("<runtime>", event, &format!("invalid messages: {e}"))
                     .await;

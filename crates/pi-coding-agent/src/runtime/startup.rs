@@ -8,7 +8,7 @@ use crate::resources::session::{Locations, SessionResources};
 use crate::settings::manager::{SettingsManager, session_dir};
 use crate::settings::paths::{agent_dir, home_dir};
 use pi_agent::{Agent, AgentConfig, AgentState, ExecutionMode};
-use pi_protocol::message::AgentMessage;
+use pi_protocol::SharedMessage;
 use pi_registry::{
     Env, LoadOptions, ModelRegistry, ModelSettings, SessionModelState, StartupRequest,
 };
@@ -315,7 +315,7 @@ struct Loaded {
     session: SessionStore,
     selection: pi_registry::StartupSelection,
     startup_request: StartupRequest,
-    context_messages: Vec<std::sync::Arc<AgentMessage>>,
+    context_messages: Vec<SharedMessage>,
 }
 
 async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
@@ -533,7 +533,7 @@ fn assemble(
         .collect();
     let config = AgentConfig {
         stream_fn: Arc::new(pi_ai::stream),
-        convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {
+        convert_to_llm: Arc::new(|messages: &[SharedMessage]| {
             crate::messages::convert_to_llm(messages)
         }),
         listener: core.clone(),
