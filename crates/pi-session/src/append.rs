@@ -11,6 +11,7 @@ use crate::error::{Result, SessionError};
 use crate::ids::new_entry_id_in;
 use crate::lenient::entry_from_map;
 use crate::store::SessionStore;
+use crate::writer::write_entries;
 use pi_js::json::to_js_string;
 use pi_js::time::{now_iso, parse_iso_ms};
 use pi_js::trim as js_trim;
@@ -109,12 +110,7 @@ impl SessionStore {
             return Ok(());
         }
         let header = format!("{}\n", to_js_string(&self.header)?);
-        let mut rest = Vec::new();
-        for e in &self.entries {
-            rest.extend_from_slice(to_js_string(e)?.as_bytes());
-            rest.push(b'\n');
-        }
-        file.create(header.as_bytes(), &rest)
+        file.create(header.as_bytes(), |w| write_entries(w, &self.entries))
     }
 
     /// Appends a conversation message.

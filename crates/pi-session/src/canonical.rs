@@ -75,7 +75,9 @@ impl Checker {
 
 enum Frame {
     /// An object whose keys so far are `keys[from..]`.
-    Object { from: usize },
+    Object {
+        from: usize,
+    },
     Array,
 }
 

@@ -11,7 +11,7 @@ use crate::paths::{absolute, default_session_dir, join, normalize_lexically, ses
 use crate::read::{Body, FileContent, ReadOutcome, read_session_file};
 use crate::writer::{SessionFile, terminate_last_line};
 use indexmap::IndexMap;
-use pi_js::json::to_js_string;
+use pi_js::json::{to_js_string, write_js};
 use pi_js::time::now_iso;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
@@ -166,7 +166,8 @@ impl SessionStore {
                 }
                 s.new_session(NewSession::default())?;
                 let mut file = SessionFile::pending(path);
-                file.rewrite(format!("{}\n", to_js_string(&s.header)?).as_bytes())?;
+                let header = format!("{}\n", to_js_string(&s.header)?);
+                file.rewrite(|w| w.write_all(header.as_bytes()))?;
                 s.file = Some(file);
             }
             ReadOutcome::Session(content) => s.load(path, content)?,
@@ -189,13 +190,13 @@ impl SessionStore {
             Body::Legacy(mut maps) => {
                 let rewrite = migrate(&mut header, &mut maps);
                 if rewrite {
-                    let mut out = to_js_string(&header)?;
-                    out.push('\n');
-                    for m in &maps {
-                        out.push_str(&to_js_string(m)?);
-                        out.push('\n');
-                    }
-                    file.rewrite(out.as_bytes())?;
+                    file.rewrite(|w| {
+                        for line in std::iter::once(&header).chain(&maps) {
+                            write_js(&mut *w, line).map_err(std::io::Error::other)?;
+                            w.write_all(b"\n")?;
+                        }
+                        Ok(())
+                    })?;
                 }
                 maps.into_iter()
                     .filter(|m| m.get("type").and_then(Value::as_str) != Some("session"))
