@@ -4,8 +4,11 @@
 //! ```text
 //! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
 //!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
-//!          [--data target/pi-bench] [--only ready,stream,tool,session,grep] [--quick] [--out FILE]
+//!          [--data target/pi-bench] [--only ready,stream,tool,session,grep,fleet] [--quick]
+//!          [--out FILE]
 //! ```
+//!
+//! `--only session-1g` (opt-in, never part of the default set) runs the 1 GiB session figure.
 //!
 //! Everything runs on 127.0.0.1; the mock LLM runs inside this process so that chunk writes and
 //! record reads share one clock; every child is ended by its PID (stdin closed first, then
@@ -13,7 +16,9 @@
 
 mod agent;
 mod figures;
+mod fleet;
 mod relay;
+mod session_big;
 mod stats;
 
 use pi_bench::mock;
@@ -26,7 +31,8 @@ use stats::{Better, Row, fmt_num, summarize, table};
 
 const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
 [--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
-  LIST: comma-separated of ready,stream,tool,session,grep (default: all)";
+  LIST: comma-separated of ready,stream,tool,session,grep,fleet (default: all), or session-1g\n\
+  (opt-in: a 1 GB session, minutes and disk)";
 
 struct Cli {
     ours: PathBuf,
@@ -236,6 +242,8 @@ fn run(cli: Cli) -> Result<(), String> {
         scale: if cli.quick { 0.3 } else { 1.0 },
     };
     let want = |name: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == name);
+    // Figures that need minutes and gigabytes run only when named.
+    let named = |name: &str| cli.only.iter().any(|o| o == name);
     eprintln!("waiting (at most 60 s) for the machine to be ≥ 90% idle for a second");
     let busy = wait_quiet(std::time::Duration::from_secs(60));
     let load_before = format!(
@@ -460,6 +468,18 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             rows.push(row);
         }
+    }
+
+    if named("session-1g") {
+        eprintln!("1 GB session");
+        let (data, o, r) = session_big::big_session(&ctx)?;
+        rows.extend(session_big::rows(&data, &o, &r));
+    }
+
+    if want("fleet") {
+        eprintln!("fleet ({} agents at once)", fleet::FLEET);
+        let sides = fleet::fleet(&ctx)?;
+        rows.extend(fleet::rows(&sides));
     }
 
     if want("grep") {
