@@ -5,8 +5,9 @@
 //! with the whole branch). Each run works on a fresh copy of the file. Peak RSS is `VmHWM` at
 //! the end, against the target of 1.5× the file.
 //!
-//! The reference is tried once: Pi 1.6.0 reads a session file into one string, and V8 strings
-//! stop at 2²⁹ − 24 characters, so the open itself fails; the error is reported.
+//! The reference is tried once: Pi 1.6.0 opens the file but answers `get_messages` with
+//! `"Invalid string length"` (its response would be one JavaScript string, and V8 strings stop
+//! at 2²⁹ − 24 characters); the error is reported.
 
 use std::time::{Duration, Instant};
 
