@@ -224,8 +224,8 @@ impl Agent {
         }
     }
 
-    /// Like [`Agent::stop`], and returns what the process used over its life (all its
-    /// threads, also those that ended): CPU time and peak resident set.
+    /// Like [`Agent::stop`], and returns the CPU time the process used over its life (all its
+    /// threads, also those that ended).
     pub fn stop_with_usage(mut self) -> Option<Usage> {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -262,12 +262,12 @@ impl Agent {
     }
 }
 
-/// What a process used over its life.
+/// What a process used over its life. (No peak RSS: `ru_maxrss` carries the high-water mark
+/// from before the exec, i.e. the spawning harness's; read `VmHWM` while the process lives.)
 #[derive(Debug, Clone, Copy)]
 pub struct Usage {
     /// User + system CPU time.
     pub cpu: Duration,
-    pub peak_rss_kib: u64,
 }
 
 /// Reaps the child `pid` (blocking or not) and returns its usage; `None` if it has not ended
@@ -286,7 +286,6 @@ fn wait4(pid: u32, block: bool) -> Option<Usage> {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     Some(Usage {
         cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
-        peak_rss_kib: ru.ru_maxrss as u64,
     })
 }
 

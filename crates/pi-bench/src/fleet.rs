@@ -1,8 +1,8 @@
 //! The fleet figure: [`FLEET`] agents started at once, as an orchestrator runs them, each
 //! answering one prompt with a tool call (`read` of a small file) and a final text from the
-//! loopback mock. Measured per round: the sum of the agents' peak resident sets, the wall time
-//! from the first spawn until the last agent settled, and the CPU time all of them used over
-//! their whole lives (`wait4`, so threads that ended count too).
+//! loopback mock. Measured per round: the sum of the agents' peak resident sets (`VmHWM` once
+//! all have settled), the wall time from the first spawn until the last agent settled, and the
+//! CPU time all of them used over their whole lives (`wait4`, so threads that ended count too).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -87,16 +87,19 @@ fn run(ctx: &Ctx, t: &Target, cwd: &Path) -> Res<Fleet> {
         }
     }
     let wall = last.saturating_duration_since(start);
+    // Peaks are read while the agents still live: `VmHWM` is the high-water mark of the
+    // process's own memory since its exec. (`wait4`'s `ru_maxrss` is not: exec carries the
+    // pre-exec high-water mark over, which after a vfork-style spawn is the harness's own.)
+    let peaks: Vec<Option<u64>> = agents.iter().map(Agent::peak_rss_kib).collect();
     // Every agent is stopped (by its PID), also after a failure.
     let usages: Vec<Option<Usage>> = agents.into_iter().map(Agent::stop_with_usage).collect();
     if let Some(e) = failure {
         return Err(e);
     }
     let (mut rss_kib, mut cpu) = (0u64, Duration::ZERO);
-    for u in usages {
-        let u = u.ok_or("an agent could not be waited for")?;
-        rss_kib += u.peak_rss_kib;
-        cpu += u.cpu;
+    for (peak, u) in peaks.into_iter().zip(usages) {
+        rss_kib += peak.ok_or("an agent's VmHWM could not be read")?;
+        cpu += u.ok_or("an agent could not be waited for")?.cpu;
     }
     Ok(Fleet {
         rss_sum_mib: rss_kib as f64 / 1024.0,
