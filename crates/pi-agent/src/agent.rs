@@ -5,6 +5,7 @@ use crate::queue::PendingQueue;
 use crate::tool::{AgentTool, ExecutionMode};
 use pi_ai::{AssistantStream, LlmContext, StreamOptions};
 use pi_protocol::QueueMode;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::ToolCall;
 use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use pi_protocol::model::Model;
@@ -23,7 +24,7 @@ pub type BoxFuture<'a, T = ()> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub type StreamFn = Arc<dyn Fn(&Model, LlmContext, StreamOptions) -> AssistantStream + Send + Sync>;
 
 /// Turns agent messages into what the model sees (system, user, assistant, toolResult).
-pub type ConvertToLlm = Arc<dyn Fn(&[Arc<AgentMessage>]) -> Vec<Arc<AgentMessage>> + Send + Sync>;
+pub type ConvertToLlm = Arc<dyn Fn(&[SharedMessage]) -> Vec<SharedMessage> + Send + Sync>;
 
 /// Receives every event, in order. The loop waits for each call, so a slow listener (a client
 /// that stopped reading) pauses the run instead of queueing without bound.
@@ -35,14 +36,14 @@ pub trait AgentListener: Send + Sync {
 pub struct TurnContext<'a> {
     pub message: &'a AssistantMessage,
     pub tool_results: &'a [ToolResultMessage],
-    pub context: &'a [Arc<AgentMessage>],
+    pub context: &'a [SharedMessage],
 }
 
 /// Replacement state for the next turn (e.g. after compaction).
 #[derive(Default)]
 pub struct TurnUpdate {
     /// Replaces the whole context of the run.
-    pub context: Option<Vec<Arc<AgentMessage>>>,
+    pub context: Option<Vec<SharedMessage>>,
     pub model: Option<Model>,
     pub thinking_level: Option<ThinkingLevel>,
     /// Delivered before the turn's queued messages (a system message patching the prompt).
@@ -89,8 +90,8 @@ pub trait RunHooks: Send + Sync {
     /// extensions' `context`).
     fn transform_context<'a>(
         &'a self,
-        messages: Vec<Arc<AgentMessage>>,
-    ) -> BoxFuture<'a, Vec<Arc<AgentMessage>>> {
+        messages: Vec<SharedMessage>,
+    ) -> BoxFuture<'a, Vec<SharedMessage>> {
         Box::pin(async move { messages })
     }
 
@@ -101,7 +102,7 @@ pub trait RunHooks: Send + Sync {
 
     /// A finished message before anyone sees its `message_end` (extensions' `message_end` may
     /// replace it).
-    fn message_end<'a>(&'a self, message: Arc<AgentMessage>) -> BoxFuture<'a, Arc<AgentMessage>> {
+    fn message_end<'a>(&'a self, message: SharedMessage) -> BoxFuture<'a, SharedMessage> {
         Box::pin(async move { message })
     }
 
@@ -140,7 +141,7 @@ pub trait RunHooks: Send + Sync {
         &'a self,
         _model: &'a Model,
         _reasoning: Option<ThinkingLevel>,
-        _context: &'a [Arc<AgentMessage>],
+        _context: &'a [SharedMessage],
     ) -> BoxFuture<'a, Option<Result<Route, String>>> {
         Box::pin(async { None })
     }
@@ -191,7 +192,7 @@ pub struct AgentConfig {
 pub struct AgentState {
     /// The transcript: every message whose `message_end` was emitted. Shared (not copied) with
     /// the session store, each run's context and each request.
-    pub messages: Vec<Arc<AgentMessage>>,
+    pub messages: Vec<SharedMessage>,
     pub model: Model,
     pub thinking_level: ThinkingLevel,
     pub tools: Vec<Arc<dyn AgentTool>>,
@@ -221,7 +222,7 @@ pub struct Agent {
     active: Mutex<Option<CancellationToken>>,
     /// Messages added to the session during a run, outside the loop (an extension's message
     /// held until its turn ended): the run's context takes them before its next request.
-    context_additions: Mutex<Vec<Arc<AgentMessage>>>,
+    context_additions: Mutex<Vec<SharedMessage>>,
     busy: watch::Sender<bool>,
     pub(crate) config: AgentConfig,
 }
@@ -249,7 +250,7 @@ impl Agent {
         f(&mut lock(&self.state))
     }
 
-    pub fn messages(&self) -> Vec<Arc<AgentMessage>> {
+    pub fn messages(&self) -> Vec<SharedMessage> {
         lock(&self.state).messages.clone()
     }
 
@@ -276,13 +277,13 @@ impl Agent {
     /// Adds a message the session recorded outside the loop to the active run's context (from
     /// its next request on). Without an active run nothing is needed: the next run starts
     /// from the transcript.
-    pub fn add_to_run_context(&self, message: Arc<AgentMessage>) {
+    pub fn add_to_run_context(&self, message: SharedMessage) {
         if self.is_running() {
             lock(&self.context_additions).push(message);
         }
     }
 
-    pub(crate) fn take_context_additions(&self) -> Vec<Arc<AgentMessage>> {
+    pub(crate) fn take_context_additions(&self) -> Vec<SharedMessage> {
         std::mem::take(&mut *lock(&self.context_additions))
     }
 
@@ -394,15 +395,15 @@ impl Agent {
 
     /// Ends a message: the `message_end` hook may replace it (keeping its role), then
     /// `message_end` is emitted. Returns the message as ended.
-    pub(crate) async fn end_message(&self, message: Arc<AgentMessage>) -> Arc<AgentMessage> {
-        let ended = self.config.hooks.message_end(Arc::clone(&message)).await;
+    pub(crate) async fn end_message(&self, message: SharedMessage) -> SharedMessage {
+        let ended = self.config.hooks.message_end(message.clone()).await;
         let message = if ended.role() == message.role() {
             ended
         } else {
             message
         };
         self.emit(AgentEvent::MessageEnd {
-            message: Arc::clone(&message),
+            message: message.clone(),
         })
         .await;
         message
@@ -412,9 +413,7 @@ impl Agent {
     /// `processEvents`).
     pub(crate) async fn emit(&self, event: AgentEvent) {
         match &event {
-            AgentEvent::MessageEnd { message } => {
-                lock(&self.state).messages.push(Arc::clone(message))
-            }
+            AgentEvent::MessageEnd { message } => lock(&self.state).messages.push(message.clone()),
             AgentEvent::TurnEnd {
                 message: AgentMessage::Assistant(a),
                 ..

@@ -1,6 +1,7 @@
 //! Events of the agent loop, and their wire form.
 
 use pi_ai::StreamEvent;
+use pi_protocol::SharedMessage;
 use pi_protocol::assistant_event::WireAssistantEvent;
 use pi_protocol::event::{AgentEventRef, UsageRef};
 use pi_protocol::message::{AgentMessage, ToolResultMessage};
@@ -24,7 +25,7 @@ pub enum AgentEvent {
     },
     /// The finished message, shared with the transcript and the session entry.
     MessageEnd {
-        message: std::sync::Arc<AgentMessage>,
+        message: SharedMessage,
     },
     /// `parent_tool_call_id`: the call of the tool (codemode) that made this nested call.
     ToolExecutionStart {

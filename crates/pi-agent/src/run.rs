@@ -6,18 +6,18 @@ use crate::tool_exec::{execute_tool_calls, fail_truncated_calls};
 use crate::transcript::{declaration, declare_tool_changes};
 use pi_ai::{LlmContext, StreamEvent, StreamOptions};
 use pi_js::now_ms;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::AssistantBlock;
 use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use pi_protocol::usage::StopReason;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// What a run works on; replaced wholesale by `prepare_next_turn` (e.g. after compaction).
 pub(crate) struct RunState {
-    pub context: Vec<Arc<AgentMessage>>,
+    pub context: Vec<SharedMessage>,
     pub model: Model,
     /// `None` means thinking off.
     pub reasoning: Option<ThinkingLevel>,
@@ -81,7 +81,7 @@ async fn deliver(
                 message: message.clone(),
             })
             .await;
-        let shared = agent.end_message(Arc::new(message)).await;
+        let shared = agent.end_message(SharedMessage::new(message)).await;
         new_messages.push((*shared).clone());
         st.context.push(shared);
     }
@@ -170,7 +170,7 @@ async fn run_loop(
                 more_tool_calls = !batch.terminate;
                 for result in batch.messages {
                     st.context
-                        .push(Arc::new(AgentMessage::ToolResult(result.clone())));
+                        .push(SharedMessage::new(AgentMessage::ToolResult(result.clone())));
                     new_messages.push(AgentMessage::ToolResult(result.clone()));
                     tool_results.push(result);
                 }
@@ -254,7 +254,9 @@ async fn stream_assistant_response(
             .await;
     }
     let message = agent
-        .end_message(Arc::new(AgentMessage::Assistant(final_message.clone())))
+        .end_message(SharedMessage::new(AgentMessage::Assistant(
+            final_message.clone(),
+        )))
         .await;
     if let AgentMessage::Assistant(a) = &*message {
         final_message = a.clone();
@@ -277,13 +279,14 @@ fn route_failure(model: &Model, text: String) -> AssistantMessage {
         pi_protocol::content::TextContent::new(""),
     )];
     m.error_message = Some(text);
-    m.rest
-        .set_order(pi_protocol::record::KeyOrder::Recorded(Arc::from(
+    m.rest.set_order(pi_protocol::record::KeyOrder::Recorded(
+        std::sync::Arc::from(
             AssistantMessage::FAILURE_ORDER
                 .iter()
                 .map(|k| k.to_string())
                 .collect::<Vec<_>>(),
-        )));
+        ),
+    ));
     m
 }
 
@@ -294,7 +297,7 @@ async fn request_once(
     model: &Model,
     reasoning: Option<ThinkingLevel>,
     cancel: &CancellationToken,
-    llm_messages: Vec<Arc<AgentMessage>>,
+    llm_messages: Vec<SharedMessage>,
 ) -> (AssistantMessage, bool) {
     let started_at = std::time::Instant::now();
     let credentials = agent.config.hooks.request_credentials(model).await;

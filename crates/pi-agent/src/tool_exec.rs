@@ -11,6 +11,7 @@ use crate::join::join_all;
 use crate::nested::{NESTED, NestedRunner, Relay};
 use crate::tool::{AgentTool, ExecutionMode, ToolInvocation, ToolUpdateSink};
 use pi_js::now_ms;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::{AssistantBlock, TextContent, ToolCall, UserBlock};
 use pi_protocol::message::{AssistantMessage, ToolResultMessage};
 use pi_protocol::tool::AgentToolResult;
@@ -144,7 +145,7 @@ async fn emit_result_message(agent: &Agent, message: ToolResultMessage) -> ToolR
     agent
         .emit(AgentEvent::MessageStart { message: m.clone() })
         .await;
-    match &*agent.end_message(Arc::new(m)).await {
+    match &*agent.end_message(SharedMessage::new(m)).await {
         pi_protocol::message::AgentMessage::ToolResult(ended) => ended.clone(),
         _ => message,
     }

@@ -6,6 +6,7 @@
 //! transcript always yields exactly the executable set.
 
 use pi_js::json::to_js_string;
+use pi_protocol::SharedMessage;
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::tool::{Tool, ToolReference};
 
@@ -91,7 +92,7 @@ fn with_changes(
 /// intent and replaced by the real delta), else on a new system message inserted before the
 /// first non-system pending message. Returns `pending` unchanged when nothing differs.
 pub fn declare_tool_changes(
-    context: &[std::sync::Arc<AgentMessage>],
+    context: &[SharedMessage],
     mut pending: Vec<AgentMessage>,
     executable: &[Tool],
     now_ms: u64,

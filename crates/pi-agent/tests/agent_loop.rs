@@ -10,6 +10,7 @@ use pi_agent::{
 };
 use pi_ai::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
 use pi_protocol::QueueMode;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::{AssistantBlock, TextContent, ToolCall, UserBlock, UserContent};
 use pi_protocol::message::{AgentMessage, AssistantMessage, UserMessage};
 use pi_protocol::model::Model;
@@ -308,7 +309,7 @@ fn harness(replies: Vec<Reply>, tools: Vec<Arc<dyn AgentTool>>, mode: ExecutionM
     let recorder = Arc::new(Recorder::default());
     let config = AgentConfig {
         stream_fn: stream(Arc::clone(&script)),
-        convert_to_llm: Arc::new(|m: &[Arc<AgentMessage>]| m.to_vec()),
+        convert_to_llm: Arc::new(|m: &[SharedMessage]| m.to_vec()),
         listener: recorder.clone(),
         hooks: Arc::new(NoHooks),
         tool_execution: mode,

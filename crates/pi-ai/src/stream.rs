@@ -6,6 +6,7 @@
 //! rebuilds nothing, because `Done`/`Error` bring the final message.
 
 use crate::budget::ThinkingBudgets;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::ToolCall;
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::thinking::ThinkingLevel;
@@ -21,14 +22,14 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LlmContext {
     /// Shared with the agent's transcript: a request copies no message.
-    pub messages: Vec<std::sync::Arc<AgentMessage>>,
+    pub messages: Vec<SharedMessage>,
 }
 
 impl LlmContext {
     /// A context owning these messages.
     pub fn from_messages(messages: Vec<AgentMessage>) -> LlmContext {
         LlmContext {
-            messages: messages.into_iter().map(std::sync::Arc::new).collect(),
+            messages: messages.into_iter().map(SharedMessage::new).collect(),
         }
     }
 }

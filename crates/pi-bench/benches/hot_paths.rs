@@ -8,6 +8,8 @@
 //! * `event`: `to_js_string` of a `message_update` (`SessionEvent` and the borrowed
 //!   `AgentEventRef` the agent uses).
 //! * `session_line`: `parse_js_json` + `SessionEntry::from_map` of each kind of session line.
+//! * `session_open`: `SessionStore::open` of a 16 MiB session like the one of `bench/run`
+//!   (file in the page cache), and writing its context as `get_messages` does.
 //! * `truncate`: `truncate_head` (read/grep output) and `truncate_tail` (bash output).
 //!
 //! Run: `cargo bench -p pi-bench` (add a filter, e.g. `cargo bench -p pi-bench -- sse`).
@@ -28,6 +30,7 @@ use pi_protocol::{
     AgentEventRef, Outcome, RpcResponse, SessionEntry, SessionEvent, Usage, UsageRef,
     WireAssistantEvent, decode_command,
 };
+use pi_session::SessionStore;
 use pi_test_support::mock::Reply;
 use pi_test_support::mock::script::{Chunks, Step};
 use pi_tools::truncate::{Limits, truncate_head, truncate_tail};
@@ -168,6 +171,42 @@ fn session_line(c: &mut Criterion) {
     g.finish();
 }
 
+fn session_open(c: &mut Criterion) {
+    let dir = std::env::temp_dir().join(format!("pi-bench-open-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    let mut g = datagen::SessionGen::new("/home/user/project");
+    let mut text = g.header();
+    text.push('\n');
+    for line in g.preamble() {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    while text.len() < 16 << 20 {
+        text.push_str(&g.next_line(5500));
+        text.push('\n');
+    }
+    std::fs::write(&file, &text).unwrap();
+    let mut group = c.benchmark_group("session_open");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.bench_function("open_16MiB", |b| {
+        b.iter(|| black_box(SessionStore::open(&file, Some(&dir), None).unwrap()))
+    });
+    let store = SessionStore::open(&file, Some(&dir), None).unwrap();
+    let messages = store.build_context().into_owned_messages();
+    group.bench_function("get_messages_16MiB", |b| {
+        let mut out = Vec::with_capacity(text.len() + 1024);
+        b.iter(|| {
+            out.clear();
+            pi_js::json::write_js(&mut out, black_box(&messages)).unwrap();
+            black_box(out.len())
+        })
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn truncate(c: &mut Criterion) {
     let mut rng = Rng::new(9);
     // A source file over both limits (3,000 lines, ~150 KiB) as `read` sees it.
@@ -190,5 +229,13 @@ fn truncate(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, framing, sse, event, session_line, truncate);
+criterion_group!(
+    benches,
+    framing,
+    sse,
+    event,
+    session_line,
+    session_open,
+    truncate
+);
 criterion_main!(benches);

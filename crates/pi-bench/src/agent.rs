@@ -224,6 +224,25 @@ impl Agent {
         }
     }
 
+    /// Like [`Agent::stop`], and returns the CPU time the process used over its life (all its
+    /// threads, also those that ended).
+    pub fn stop_with_usage(mut self) -> Option<Usage> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(u) = wait4(self.pid, false) {
+                return Some(u);
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Not reaped yet, so the PID is still this child's.
+        let _ = self.child.kill();
+        wait4(self.pid, true)
+    }
+
     /// Closes stdin (Pi exits on EOF), waits up to 5 s, then kills the child by its PID.
     pub fn stop(mut self) {
         drop(self.stdin.take());
@@ -241,6 +260,33 @@ impl Agent {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// What a process used over its life. (No peak RSS: `ru_maxrss` carries the high-water mark
+/// from before the exec, i.e. the spawning harness's; read `VmHWM` while the process lives.)
+#[derive(Debug, Clone, Copy)]
+pub struct Usage {
+    /// User + system CPU time.
+    pub cpu: Duration,
+}
+
+/// Reaps the child `pid` (blocking or not) and returns its usage; `None` if it has not ended
+/// (or cannot be waited for). Once this succeeds the `Child` must not be waited for again.
+#[allow(unsafe_code)]
+fn wait4(pid: u32, block: bool) -> Option<Usage> {
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is valid, and wait4 writes only into the two out-pointers,
+    // both of which point at live locals.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, flags, &mut ru) };
+    if r != pid as libc::pid_t {
+        return None;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    Some(Usage {
+        cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
+    })
 }
 
 /// `/proc/<pid>/status` field in KiB.

@@ -225,7 +225,7 @@ pub struct SessionData {
 pub const SESSION_ENTRIES: usize = 50_000;
 pub const SESSION_BYTES: u64 = 100 * 1024 * 1024;
 
-fn entry_id(i: usize) -> String {
+pub fn entry_id(i: usize) -> String {
     // A bijection on u32: distinct 8-hex-digit ids.
     format!("{:08x}", (i as u32).wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995)
 }
@@ -264,22 +264,43 @@ fn assistant(content: Value, stop: &str, raw_stop: &str, i: usize) -> Value {
 /// bytes: model and thinking-level entries, a system message, then user → assistant tool
 /// call → tool result (a file's content) → assistant text, on one linear branch.
 pub fn session(data: &Path) -> Result<SessionData, String> {
-    let dir = data.join("session");
+    sized_session(data, "session", SESSION_ENTRIES, SESSION_BYTES)
+}
+
+pub const BIG_SESSION_ENTRIES: usize = 500_000;
+pub const BIG_SESSION_BYTES: u64 = 1 << 30;
+
+/// The same kind of session at 1 GiB and 500,000 entries (`bench/run --only session-1g`).
+pub fn big_session(data: &Path) -> Result<SessionData, String> {
+    sized_session(data, "session-1g", BIG_SESSION_ENTRIES, BIG_SESSION_BYTES)
+}
+
+fn sized_session(
+    data: &Path,
+    name: &str,
+    entries: usize,
+    bytes: u64,
+) -> Result<SessionData, String> {
+    let dir = data.join(name);
     let file = dir.join("session.jsonl");
     let cwd = dir.join("cwd");
     if !complete(&dir) {
-        eprintln!("generating {} (100 MiB, 50,000 entries)", file.display());
+        eprintln!(
+            "generating {} ({} MiB, {entries} entries)",
+            file.display(),
+            bytes >> 20
+        );
         fresh(&dir)?;
         std::fs::create_dir_all(&cwd).map_err(|e| e.to_string())?;
-        write_session(&file, &cwd)?;
+        write_session(&file, &cwd, entries, bytes)?;
         stamp(&dir)?;
     }
-    let bytes = std::fs::metadata(&file).map_err(|e| e.to_string())?.len();
+    let size = std::fs::metadata(&file).map_err(|e| e.to_string())?.len();
     Ok(SessionData {
         file,
         cwd,
-        bytes,
-        entries: SESSION_ENTRIES,
+        bytes: size,
+        entries,
     })
 }
 
@@ -427,7 +448,7 @@ pub fn sample_session_lines(result_bytes: usize) -> Vec<String> {
     lines
 }
 
-fn write_session(file: &Path, cwd: &Path) -> Result<(), String> {
+fn write_session(file: &Path, cwd: &Path, entries: usize, bytes: u64) -> Result<(), String> {
     let f = std::fs::File::create(file).map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(f);
     let mut written: u64 = 0;
@@ -446,14 +467,14 @@ fn write_session(file: &Path, cwd: &Path) -> Result<(), String> {
     // is averaged per cycle so far, the rest is shared among the tool results still to come.
     let mut other_bytes: u64 = 0;
     let mut cycles = 0u64;
-    let total_cycles = ((SESSION_ENTRIES - g.n) / 4) as u64;
-    while g.n < SESSION_ENTRIES {
+    let total_cycles = ((entries - g.n) / 4) as u64;
+    while g.n < entries {
         let before = written;
         let kind = g.next_kind();
         let result_bytes = if kind == Kind::ToolResult {
             let left = total_cycles.saturating_sub(cycles).max(1);
             let other_per_cycle = other_bytes / cycles.max(1);
-            let budget = SESSION_BYTES
+            let budget = bytes
                 .saturating_sub(written)
                 .saturating_sub(other_per_cycle * left)
                 / left;

@@ -27,7 +27,7 @@ pub struct Ctx {
     pub scale: f64,
 }
 
-pub(crate) const MODEL_ARGS: [&str; 4] = ["--provider", "mock-openai", "--model", "mock-gpt"];
+pub const MODEL_ARGS: [&str; 4] = ["--provider", "mock-openai", "--model", "mock-gpt"];
 const ALL_TOOLS: &str = "read,bash,edit,write,grep,find,ls";
 
 /// Samples of one side, plus why runs failed.
@@ -70,7 +70,7 @@ pub static SKIP_REFERENCE: std::sync::atomic::AtomicBool =
 
 /// Runs `f` for each target in alternation. Round 0 is a warm-up and is discarded. A target
 /// whose warm-up and first two measured rounds all fail is not tried again.
-pub(crate) fn alternate<T>(
+pub fn alternate<T>(
     what: &str,
     targets: &[&Target],
     rounds: usize,
@@ -120,7 +120,7 @@ pub(crate) fn alternate<T>(
     sides
 }
 
-pub(crate) fn rounds(ctx: &Ctx, n: usize) -> usize {
+pub fn rounds(ctx: &Ctx, n: usize) -> usize {
     ((n as f64 * ctx.scale).round() as usize).max(3)
 }
 
@@ -286,7 +286,7 @@ fn is_text_delta(line: &str) -> bool {
     line.starts_with("{\"type\":\"message_update\"") && line.contains("\"type\":\"text_delta\"")
 }
 
-pub(crate) fn is_settled(line: &str) -> bool {
+pub fn is_settled(line: &str) -> bool {
     line.starts_with("{\"type\":\"agent_settled\"")
 }
 

@@ -23,6 +23,8 @@ pub struct Request {
     pub path: String,
     /// Size of the body (read whole before the request counts as arrived).
     pub body_len: usize,
+    /// The body, as text.
+    pub body: String,
     /// When the whole request (head and body) had been read.
     pub arrived: Instant,
 }
@@ -99,10 +101,15 @@ pub fn render(reply: &Reply, request_number: usize) -> Vec<Event> {
 
 pub type Handler = Box<dyn FnOnce(&mut Responder, &Request) -> std::io::Result<()> + Send>;
 
+/// Answers any request no queued handler is waiting for, from what the request says (many
+/// clients at once, whose requests arrive in no particular order).
+pub type Rule = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
+
 /// The running mock; its accept thread ends with the process.
 pub struct Mock {
     pub port: u16,
     handlers: Arc<Mutex<VecDeque<Handler>>>,
+    rule: Arc<Mutex<Option<Rule>>>,
     arrivals: Receiver<(String, usize, Instant)>,
 }
 
@@ -111,27 +118,34 @@ impl Mock {
         let listener = TcpListener::bind(("127.0.0.1", 0))?;
         let port = listener.local_addr()?.port();
         let handlers: Arc<Mutex<VecDeque<Handler>>> = Arc::default();
+        let rule: Arc<Mutex<Option<Rule>>> = Arc::default();
         let (tx, rx) = channel();
-        let hs = handlers.clone();
+        let (hs, rs) = (handlers.clone(), rule.clone());
         std::thread::Builder::new()
             .name("mock-accept".into())
             .spawn(move || {
                 for stream in listener.incoming().flatten() {
-                    let hs = hs.clone();
+                    let (hs, rs) = (hs.clone(), rs.clone());
                     let tx: Sender<(String, usize, Instant)> = tx.clone();
                     let _ = std::thread::Builder::new()
                         .name("mock-conn".into())
                         .spawn(move || {
                             // A failed write means the client went away; nothing to report.
-                            let _ = serve(stream, &hs, &tx);
+                            let _ = serve(stream, &hs, &rs, &tx);
                         });
                 }
             })?;
         Ok(Mock {
             port,
             handlers,
+            rule,
             arrivals: rx,
         })
+    }
+
+    /// Answers requests without a queued handler by `rule` (`None`: an error response).
+    pub fn set_rule(&self, rule: Option<Rule>) {
+        *lock(&self.rule) = rule;
     }
 
     /// Queues the handler of the next request.
@@ -142,6 +156,7 @@ impl Mock {
     /// Drops handlers a failed run left behind, and stale arrival notices.
     pub fn reset(&self) {
         lock(&self.handlers).clear();
+        *lock(&self.rule) = None;
         while self.arrivals.try_recv().is_ok() {}
     }
 
@@ -166,6 +181,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn serve(
     stream: TcpStream,
     handlers: &Mutex<VecDeque<Handler>>,
+    rule: &Mutex<Option<Rule>>,
     arrivals: &Sender<(String, usize, Instant)>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
@@ -175,10 +191,14 @@ fn serve(
     };
     let _ = arrivals.send((req.path.clone(), req.body_len, req.arrived));
     let handler = lock(handlers).pop_front();
+    let rule = lock(rule).clone();
     let mut responder = Responder { stream };
-    match handler {
-        Some(h) => h(&mut responder, &req)?,
-        None => {
+    match (handler, rule) {
+        (Some(h), _) => h(&mut responder, &req)?,
+        (None, Some(rule)) => {
+            responder.reply(&rule(&req), 1)?;
+        }
+        (None, None) => {
             let body =
                 br#"{"error":{"message":"bench mock: no reply scripted","type":"server_error"}}"#;
             let head = format!(
@@ -251,6 +271,7 @@ fn read_request<R: Read>(reader: &mut BufReader<R>) -> std::io::Result<Option<Re
     Ok(Some(Request {
         path,
         body_len: body.len(),
+        body: String::from_utf8_lossy(&body).into_owned(),
         arrived: Instant::now(),
     }))
 }

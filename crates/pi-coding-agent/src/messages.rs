@@ -4,9 +4,9 @@
 //! command; custom messages become user messages; compaction and branch summaries become user
 //! messages wrapped in our own framing text.
 
+use pi_protocol::SharedMessage;
 use pi_protocol::content::{StringOrBlocks, TextContent, UserBlock, UserContent};
 use pi_protocol::message::{AgentMessage, BashExecutionMessage, UserMessage};
-use std::sync::Arc;
 
 // Prompt text, so ours (the conformance normalizer treats Pi's and ours alike).
 const COMPACTION_SUMMARY_OPEN: &str =
@@ -45,7 +45,7 @@ fn user_text(text: String, timestamp: u64) -> AgentMessage {
 }
 
 /// Maps the transcript to the four roles a provider understands, dropping what it must not see.
-pub fn convert_to_llm(messages: &[Arc<AgentMessage>]) -> Vec<Arc<AgentMessage>> {
+pub fn convert_to_llm(messages: &[SharedMessage]) -> Vec<SharedMessage> {
     messages
         .iter()
         .filter_map(|m| match &**m {
@@ -53,8 +53,8 @@ pub fn convert_to_llm(messages: &[Arc<AgentMessage>]) -> Vec<Arc<AgentMessage>> 
             AgentMessage::System(_)
             | AgentMessage::User(_)
             | AgentMessage::Assistant(_)
-            | AgentMessage::ToolResult(_) => Some(Arc::clone(m)),
-            other => converted(other).map(Arc::new),
+            | AgentMessage::ToolResult(_) => Some(m.clone()),
+            other => converted(other).map(SharedMessage::new),
         })
         .collect()
 }
@@ -137,6 +137,6 @@ mod tests {
     fn excluded_bash_output_is_dropped() {
         let mut b = bash("secret", Some(0), false);
         b.exclude_from_context = Some(true);
-        assert!(convert_to_llm(&[Arc::new(AgentMessage::BashExecution(b))]).is_empty());
+        assert!(convert_to_llm(&[SharedMessage::new(AgentMessage::BashExecution(b))]).is_empty());
     }
 }

@@ -3,6 +3,7 @@
 //! are migrated in memory (never rewritten here), and the leaf is the last entry.
 
 use pi_js::parse::parse_js_json;
+use pi_protocol::SharedMessage;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
 use pi_protocol::session_entry::{MessageEntry, SessionEntry, SessionHeader};
@@ -119,7 +120,7 @@ fn entry_from_map(map: Map<String, Value>) -> SessionEntry {
         placeholder.insert("role".into(), Value::String("\u{0}placeholder".into()));
         envelope.insert("message".into(), Value::Object(placeholder));
         if let Ok(mut entry) = MessageEntry::from_map(envelope) {
-            entry.message = std::sync::Arc::new(AgentMessage::Other(message.clone()));
+            entry.message = SharedMessage::new(AgentMessage::Other(message.clone()));
             return SessionEntry::Message(entry);
         }
     }

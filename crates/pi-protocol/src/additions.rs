@@ -5,12 +5,10 @@
 //! of these commands or a user configured an approval policy, and Pi itself answers each of
 //! these commands with its ordinary `Unknown command` error, so a client can probe.
 
-use crate::message::AgentMessage;
 use crate::record::OrderedMap;
 use crate::session_entry::{SessionEntry, SessionHeader};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// The version of the additions' protocol, raised when one of them changes incompatibly.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -129,7 +127,7 @@ pub struct SessionEntriesRead {
 #[serde(rename_all = "camelCase")]
 pub struct SessionMessagesRead {
     pub header: SessionHeader,
-    pub messages: Vec<Arc<AgentMessage>>,
+    pub messages: Vec<crate::SharedMessage>,
 }
 
 /// What happens to a tool call under the approval policy.

@@ -6,14 +6,13 @@
 //! order (the order Pi writes) and no unknown-key retention.
 
 use crate::command::QueueMode;
-use crate::message::AgentMessage;
 use crate::model::Model;
 use crate::session_entry::{SessionEntry, SessionTreeNode};
+use crate::shared_message::SharedMessage;
 use crate::thinking::ThinkingLevel;
 use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// `get_state` data. `model` is always present in practice (the placeholder when nothing is
 /// available); `sessionFile` is absent with `--no-session`; `sessionName` only when set.
@@ -322,7 +321,7 @@ pub struct LastAssistantTextData {
 /// `get_messages` data (the transcript's shared messages, written without copying them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MessagesData {
-    pub messages: Vec<Arc<AgentMessage>>,
+    pub messages: Vec<SharedMessage>,
 }
 
 /// `get_commands` data.

@@ -78,6 +78,17 @@ impl JsonSchema for AgentMessage {
     }
 }
 
+/// A message kept as its canonical text is still a message: the same definition.
+impl JsonSchema for crate::SharedMessage {
+    fn schema_name() -> Cow<'static, str> {
+        AgentMessage::schema_name()
+    }
+
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        AgentMessage::json_schema(g)
+    }
+}
+
 impl JsonSchema for SessionEntry {
     fn schema_name() -> Cow<'static, str> {
         "SessionEntry".into()

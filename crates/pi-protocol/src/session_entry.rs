@@ -7,8 +7,9 @@
 //! `custom_message` entries put `id, parentId, timestamp` last, unlike every other entry.
 
 use crate::content::{EditableContent, UserContent};
-use crate::message::{AgentMessage, SystemMessage};
+use crate::message::SystemMessage;
 use crate::record::record;
+use crate::shared_message::SharedMessage;
 use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -38,7 +39,7 @@ record! {
         req id: String = "id";
         nul parent_id: String = "parentId";
         req timestamp: String = "timestamp";
-        req message: std::sync::Arc<AgentMessage> = "message";
+        req message: SharedMessage = "message";
     }
 }
 

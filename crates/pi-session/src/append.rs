@@ -11,9 +11,11 @@ use crate::error::{Result, SessionError};
 use crate::ids::new_entry_id_in;
 use crate::lenient::entry_from_map;
 use crate::store::SessionStore;
+use crate::writer::write_entries;
 use pi_js::json::to_js_string;
 use pi_js::time::{now_iso, parse_iso_ms};
 use pi_js::trim as js_trim;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::UserContent;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
@@ -73,7 +75,7 @@ impl SessionStore {
             self.entries.reserve_exact((self.entries.len() / 8).max(64));
         }
         self.entries.push(entry);
-        self.index_entry(self.entries.len() - 1);
+        self.index_last_entry();
         if let Err(e) = self.persist(line.as_bytes()) {
             self.entries.pop();
             if !id.is_empty() {
@@ -82,6 +84,7 @@ impl SessionStore {
                     None => self.by_id.remove(&id),
                 };
             }
+            self.by_id.resolve_parents(&self.entries);
             if let Some((target, label)) = saved_label {
                 match label {
                     Some(l) => self.labels.insert(target, l),
@@ -107,24 +110,16 @@ impl SessionStore {
             return Ok(());
         }
         let header = format!("{}\n", to_js_string(&self.header)?);
-        let mut rest = Vec::new();
-        for e in &self.entries {
-            rest.extend_from_slice(to_js_string(e)?.as_bytes());
-            rest.push(b'\n');
-        }
-        file.create(header.as_bytes(), &rest)
+        file.create(header.as_bytes(), |w| write_entries(w, &self.entries))
     }
 
     /// Appends a conversation message.
     pub fn append_message(&mut self, message: AgentMessage) -> Result<String> {
-        self.append_shared_message(std::sync::Arc::new(message))
+        self.append_shared_message(SharedMessage::new(message))
     }
 
     /// Appends a message the caller keeps too (the agent's transcript): stored once, shared.
-    pub fn append_shared_message(
-        &mut self,
-        message: std::sync::Arc<AgentMessage>,
-    ) -> Result<String> {
+    pub fn append_shared_message(&mut self, message: SharedMessage) -> Result<String> {
         let (id, parent_id, timestamp) = self.next_meta();
         self.append_entry(SessionEntry::Message(MessageEntry {
             id,

@@ -16,6 +16,7 @@
 use crate::lenient::message_from_map;
 use crate::store::SessionStore;
 use pi_js::time::parse_iso_ms;
+use pi_protocol::SharedMessage;
 use pi_protocol::message::{
     AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage,
 };
@@ -25,7 +26,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
 
 pub use crate::system_prompt::current_system_message;
 
@@ -34,7 +34,7 @@ pub use crate::system_prompt::current_system_message;
 /// the entries themselves.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContextMessage<'a> {
-    Stored(&'a Arc<AgentMessage>),
+    Stored(&'a SharedMessage),
     Built(Box<AgentMessage>),
 }
 
@@ -44,10 +44,10 @@ impl ContextMessage<'_> {
     }
 
     /// The message to keep: a stored one is shared with its entry, not copied.
-    pub fn into_owned(self) -> Arc<AgentMessage> {
+    pub fn into_owned(self) -> SharedMessage {
         match self {
-            ContextMessage::Stored(m) => Arc::clone(m),
-            ContextMessage::Built(m) => Arc::new(*m),
+            ContextMessage::Stored(m) => m.clone(),
+            ContextMessage::Built(m) => SharedMessage::new(*m),
         }
     }
 }
@@ -93,7 +93,7 @@ pub struct SessionContext<'a> {
 
 impl SessionContext<'_> {
     /// The messages as owned values.
-    pub fn into_owned_messages(self) -> Vec<Arc<AgentMessage>> {
+    pub fn into_owned_messages(self) -> Vec<SharedMessage> {
         self.messages
             .into_iter()
             .map(ContextMessage::into_owned)
@@ -225,45 +225,51 @@ impl SessionStore {
     }
 }
 
-/// Thinking level and model selected by a path.
-fn path_settings<'a>(path: impl Iterator<Item = &'a SessionEntry>) -> (String, Option<ModelRef>) {
-    let mut thinking = "off".to_owned();
+/// Thinking level and model selected by a path: the last `thinking_level_change`, and the
+/// last `model_change` or assistant message that names one. Looked for from the end, so only
+/// the last assistant message of a long session is parsed.
+fn path_settings<'a>(
+    path: impl DoubleEndedIterator<Item = &'a SessionEntry>,
+) -> (String, Option<ModelRef>) {
+    let mut thinking = None;
     let mut model = None;
-    for e in path {
+    for e in path.rev() {
+        if thinking.is_some() && model.is_some() {
+            break;
+        }
         match e {
-            SessionEntry::ThinkingLevelChange(t) => thinking.clone_from(&t.thinking_level),
-            SessionEntry::ModelChange(m) => {
+            SessionEntry::ThinkingLevelChange(t) if thinking.is_none() => {
+                thinking = Some(t.thinking_level.clone());
+            }
+            SessionEntry::ModelChange(m) if model.is_none() => {
                 model = Some(ModelRef {
                     provider: m.provider.clone(),
                     model_id: m.model_id.clone(),
-                })
+                });
             }
-            SessionEntry::Message(m) => match &*m.message {
-                AgentMessage::Assistant(a) => {
-                    model = Some(ModelRef {
+            SessionEntry::Message(m) if model.is_none() && m.message.role() == "assistant" => {
+                model = match &*m.message {
+                    AgentMessage::Assistant(a) => Some(ModelRef {
                         provider: a.provider.clone(),
                         model_id: a.model.clone(),
-                    })
-                }
-                AgentMessage::Other(o)
-                    if o.get("role").and_then(Value::as_str) == Some("assistant") =>
-                {
-                    if let (Some(p), Some(id)) = (
+                    }),
+                    AgentMessage::Other(o) => match (
                         o.get("provider").and_then(Value::as_str),
                         o.get("model").and_then(Value::as_str),
                     ) {
-                        model = Some(ModelRef {
+                        (Some(p), Some(id)) => Some(ModelRef {
                             provider: p.to_owned(),
                             model_id: id.to_owned(),
-                        });
-                    }
-                }
-                _ => {}
-            },
+                        }),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+            }
             _ => {}
         }
     }
-    (thinking, model)
+    (thinking.unwrap_or_else(|| "off".to_owned()), model)
 }
 
 /// Step 3: the newest compaction, the kept entries before it, and everything after it.
@@ -453,9 +459,11 @@ fn project_raw<'a>(m: &'a Map<String, Value>, out: &mut Vec<ContextMessage<'a>>)
 
 /// A stored message as the context shows it: `content: null` (or missing) becomes `""` for
 /// system messages and `[]` for user, assistant and tool-result messages.
-fn normalized(message: &Arc<AgentMessage>) -> ContextMessage<'_> {
-    match &**message {
-        AgentMessage::Other(m) if needs_content(m) => {
+fn normalized(message: &SharedMessage) -> ContextMessage<'_> {
+    // A message still kept as text has a non-null `content` where it matters (the reader
+    // parses the others at once), so it need not be parsed to know.
+    match message.parsed() {
+        Some(AgentMessage::Other(m)) if needs_content(m) => {
             ContextMessage::built(message_from_map(normalize_raw(m.clone())))
         }
         _ => ContextMessage::Stored(message),

@@ -13,13 +13,14 @@ use crate::paths::{absolute, join, session_file_name};
 use crate::queries::user_message_text;
 use crate::read::{Body, ReadOutcome, read_session_file};
 use crate::store::{Label, NewSession, SessionStore, new_header};
-use crate::writer::{SessionFile, terminate_last_line};
-use pi_js::json::to_js_string;
+use crate::writer::{SessionFile, terminate_last_line, write_entries};
+use pi_js::json::{to_js_string, write_js};
 use pi_js::time::now_iso;
 use pi_protocol::record::Rest;
 use pi_protocol::session_entry::{LabelEntry, SessionEntry};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Where a fork ends relative to the chosen entry.
@@ -70,14 +71,16 @@ fn label_entry(target: &str, label: &Label, parent: Option<String>, id: String) 
     })
 }
 
-fn whole_file(header: &Map<String, Value>, entries: &[SessionEntry]) -> Result<Vec<u8>> {
-    let mut out = to_js_string(header)?;
-    out.push('\n');
-    for e in entries {
-        out.push_str(&to_js_string(e)?);
-        out.push('\n');
+/// Writes a whole session file: the header line, then the entries.
+fn whole_file(
+    header: &Map<String, Value>,
+    entries: &[SessionEntry],
+) -> impl FnOnce(&mut dyn Write) -> std::io::Result<()> {
+    move |w| {
+        write_js(&mut *w, header).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")?;
+        write_entries(w, entries)
     }
-    Ok(out.into_bytes())
 }
 
 impl SessionStore {
@@ -153,7 +156,7 @@ impl SessionStore {
             let mut file =
                 SessionFile::pending(join(dir, Path::new(&session_file_name(&timestamp, &id))));
             if store.has_conversation {
-                file.rewrite(&whole_file(&store.header, &store.entries)?)?;
+                file.rewrite(whole_file(&store.header, &store.entries))?;
             }
             store.file = Some(file);
         }
@@ -254,12 +257,9 @@ impl SessionStore {
         let parent = source.to_string_lossy().into_owned();
         let header = new_header(&id, &timestamp, &target_cwd, Some(parent))?;
         let path = join(session_dir, Path::new(&session_file_name(&timestamp, &id)));
-        let all = whole_file(&header, &entries)?;
-        let header_len = all
-            .iter()
-            .position(|b| *b == b'\n')
-            .map_or(all.len(), |p| p + 1);
-        SessionFile::pending(path.clone()).create(&all[..header_len], &all[header_len..])?;
+        let header_line = format!("{}\n", to_js_string(&header)?);
+        SessionFile::pending(path.clone())
+            .create(header_line.as_bytes(), |w| write_entries(w, &entries))?;
         drop(entries);
         SessionStore::open(&path, Some(session_dir), Some(&target_cwd))
     }

@@ -7,6 +7,7 @@
 //! ([`SessionEntry::Other`]). Either way the entry re-serializes to the same JSON.
 
 use pi_js::parse::parse_js_json;
+use pi_protocol::SharedMessage;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::{MessageEntry, SessionEntry};
 use serde_json::{Map, Value};
@@ -44,7 +45,7 @@ fn entry_from_map_lenient(mut map: Map<String, Value>) -> SessionEntry {
             return SessionEntry::Other(map);
         };
         if let Ok(mut entry) = MessageEntry::from_map(map.clone()) {
-            entry.message = std::sync::Arc::new(message_from_map(message));
+            entry.message = SharedMessage::new(message_from_map(message));
             return SessionEntry::Message(entry);
         }
         map.insert("message".into(), Value::Object(message));

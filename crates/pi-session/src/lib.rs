@@ -18,6 +18,8 @@
 //! should append to it.
 
 mod append;
+mod blocks;
+mod canonical;
 pub mod content_text;
 mod context;
 pub mod discovery;
@@ -27,6 +29,7 @@ mod id_index;
 pub mod ids;
 mod lenient;
 pub mod listing;
+mod message_line;
 mod migrate;
 pub mod paths;
 mod queries;

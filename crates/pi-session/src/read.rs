@@ -7,11 +7,17 @@
 //! torn tail into one skipped line instead of a corrupt next entry.
 //!
 //! The file is read in blocks of whole lines; the blocks of a current-version file are parsed on
-//! worker threads and reassembled in order, with only a few blocks in flight so memory stays at
-//! the size of the parsed entries.
+//! worker threads and reassembled in order, with only a few blocks in flight. `message` lines
+//! in Pi's own form keep their message as text inside the block they were read into
+//! ([`crate::message_line`]), so those blocks stay for the life of the session and take the
+//! place of the parsed messages; a block nothing refers to is freed once parsed.
 
+use crate::blocks::Blocks;
+use crate::canonical::Checker;
 use crate::error::{Result, SessionError};
 use crate::lenient::entry_from_line;
+use crate::message_line::message_entry;
+use bytes::Bytes;
 use pi_js::parse::parse_js_json;
 use pi_js::{to_number, trim as js_trim, truthy};
 use pi_protocol::session_entry::SessionEntry;
@@ -19,14 +25,12 @@ use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
 
-/// Bytes per block handed to a parser thread (a block always ends at a line end).
-const BLOCK: usize = 1 << 19;
 /// Most parser threads used.
 const MAX_WORKERS: usize = 4;
 
@@ -84,60 +88,21 @@ pub(crate) fn parse_line(text: &str) -> Option<Value> {
     parse_js_json(text).ok().filter(truthy)
 }
 
-/// The file as blocks of whole lines.
-struct Blocks {
-    file: File,
-    carry: Vec<u8>,
-    eof: bool,
-    last_byte: Option<u8>,
-    /// Emptied blocks to read into again (fresh megabyte buffers cost page faults).
-    spare: Vec<Vec<u8>>,
-}
-
-impl Blocks {
-    /// The next block: at least [`BLOCK`] bytes ending with `\n`, or the rest of the file.
-    fn next(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        buf.append(&mut self.carry);
-        loop {
-            if buf.len() >= BLOCK
-                && let Some(nl) = memchr::memrchr(b'\n', &buf)
-            {
-                self.carry.extend_from_slice(&buf[nl + 1..]);
-                buf.truncate(nl + 1);
-                return Ok(Some(buf));
-            }
-            if self.eof {
-                return Ok((!buf.is_empty()).then_some(buf));
-            }
-            let n = (&mut self.file).take(BLOCK as u64).read_to_end(&mut buf)?;
-            if n == 0 {
-                self.eof = true;
-            } else {
-                self.last_byte = buf.last().copied();
-            }
-        }
-    }
-
-    fn recycle(&mut self, mut block: Vec<u8>) {
-        if self.spare.len() < 2 * MAX_WORKERS {
-            block.clear();
-            self.spare.push(block);
-        }
-    }
-}
-
-/// The lines of a block, without their `\n`.
-fn raw_lines(block: &[u8]) -> impl Iterator<Item = &[u8]> {
+/// The spans of the lines of a block, without their `\n`.
+fn line_spans(block: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
     let body = block.strip_suffix(b"\n").unwrap_or(block);
     let mut start = 0;
     let ends = memchr::memchr_iter(b'\n', body).chain(std::iter::once(body.len()));
     ends.map(move |end| {
-        let line = &body[start..end];
+        let span = (start, end);
         start = end + 1;
-        line
+        span
     })
+}
+
+/// The lines of a block, without their `\n`.
+fn raw_lines(block: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line_spans(block).map(|(start, end)| &block[start..end])
 }
 
 /// A line as text: invalid UTF-8 becomes U+FFFD, as Node's decoder does.
@@ -154,9 +119,18 @@ fn lines(block: &[u8]) -> impl Iterator<Item = Cow<'_, str>> {
 }
 
 /// The entries of a block of a current-version file.
-fn parse_block(block: &[u8]) -> Vec<SessionEntry> {
+fn parse_block(block: &Bytes) -> Vec<SessionEntry> {
     let mut out = Vec::new();
-    for text in lines(block) {
+    let mut checker = Checker::default();
+    for (start, end) in line_spans(block) {
+        let raw = &block[start..end];
+        if raw.starts_with(b"{\"type\":\"message\",")
+            && let Some(entry) = message_entry(&mut checker, block, (start, end))
+        {
+            out.push(entry);
+            continue;
+        }
+        let text = text(raw);
         // Non-object values are skipped (Pi would keep them as unusable pseudo-entries), and so
         // are further headers (Pi ignores them).
         if let Some(Value::Object(map)) = parse_line(&text)
@@ -176,16 +150,10 @@ pub(crate) fn read_session_file(path: &Path) -> Result<ReadOutcome> {
         Err(e) => return Err(SessionError::io(path, e)),
     };
     let io = |e| SessionError::io(path, e);
-    let mut blocks = Blocks {
-        file,
-        carry: Vec::new(),
-        eof: false,
-        last_byte: None,
-        spare: Vec::new(),
-    };
+    let mut blocks = Blocks::new(file);
     // The header: the first parsed line, looked for line by line.
     let mut header = None;
-    let mut rest = Vec::new();
+    let mut rest = Bytes::new();
     while header.is_none() {
         let Some(block) = blocks.next().map_err(io)? else {
             return Ok(ReadOutcome::NoHeader);
@@ -202,10 +170,7 @@ pub(crate) fn read_session_file(path: &Path) -> Result<ReadOutcome> {
             }
         }
         if header.is_some() {
-            rest = block
-                .get(offset.min(block.len())..)
-                .unwrap_or_default()
-                .to_vec();
+            rest = block.slice(offset.min(block.len())..);
         }
     }
     let Some(header) = header else {
@@ -247,22 +212,20 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
         .min(MAX_WORKERS);
     if workers < 2 || second.is_none() {
         entries.extend(parse_block(&first));
-        blocks.recycle(first);
         let mut next = second;
         while let Some(b) = next {
             let parsed = parse_block(&b);
             entries.reserve_exact(parsed.len());
             entries.extend(parsed);
-            blocks.recycle(b);
             next = blocks.next()?;
         }
         return Ok(());
     }
     std::thread::scope(|scope| {
-        let (job_tx, job_rx) = sync_channel::<(usize, Vec<u8>)>(workers);
+        let (job_tx, job_rx) = sync_channel::<(usize, Bytes)>(workers);
         let job_rx = Arc::new(Mutex::new(job_rx));
         // A parser that panicked reports `None`, so the reader never waits for it forever.
-        let (done_tx, done_rx) = channel::<(usize, Option<Vec<SessionEntry>>, Vec<u8>)>();
+        let (done_tx, done_rx) = channel::<(usize, Option<Vec<SessionEntry>>)>();
         for _ in 0..workers {
             let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
             scope.spawn(move || {
@@ -275,7 +238,7 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
                         break;
                     };
                     let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| parse_block(&block)));
-                    if done_tx.send((i, parsed.ok(), block)).is_err() {
+                    if done_tx.send((i, parsed.ok())).is_err() {
                         break;
                     }
                 }
@@ -308,10 +271,9 @@ fn parse_remaining(blocks: &mut Blocks, entries: &mut Vec<SessionEntry>) -> std:
             if appended == sent {
                 return Ok(());
             }
-            let Ok((i, Some(parsed), block)) = done_rx.recv() else {
+            let Ok((i, Some(parsed))) = done_rx.recv() else {
                 return Err(std::io::Error::other("session parser stopped"));
             };
-            blocks.recycle(block);
             parked.insert(i, parsed);
             while let Some(parsed) = parked.remove(&appended) {
                 // Exact growth: a doubled vector of ~500-byte entries would hold up to half
@@ -396,7 +358,7 @@ mod tests {
             content.push_str(&entry(i));
             content.push('\n');
         }
-        assert!(content.len() > 4 * BLOCK);
+        assert!(content.len() > 4 * crate::blocks::BLOCK);
         content.push_str(r#"{"type":"custom","#);
         let ReadOutcome::Session(f) = read(&content) else {
             panic!()

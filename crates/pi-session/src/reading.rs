@@ -12,13 +12,11 @@ use crate::read::{
     Body, ReadOutcome, as_header, is_current_version, parse_line, read_session_file,
 };
 use crate::store::SessionStore;
-use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::{SessionEntry, SessionHeader};
 use serde_json::{Map, Value};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// A session file opened for reading its entries.
 pub struct SessionReader {
@@ -265,7 +263,7 @@ impl SessionStore {
     }
 
     /// The messages of the current branch, as `get_messages` shows a session's.
-    pub fn context_messages(&self) -> Vec<Arc<AgentMessage>> {
+    pub fn context_messages(&self) -> Vec<pi_protocol::SharedMessage> {
         self.build_context().into_owned_messages()
     }
 }

@@ -11,7 +11,7 @@ use crate::paths::{absolute, default_session_dir, join, normalize_lexically, ses
 use crate::read::{Body, FileContent, ReadOutcome, read_session_file};
 use crate::writer::{SessionFile, terminate_last_line};
 use indexmap::IndexMap;
-use pi_js::json::to_js_string;
+use pi_js::json::{to_js_string, write_js};
 use pi_js::time::now_iso;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::record::Rest;
@@ -166,7 +166,8 @@ impl SessionStore {
                 }
                 s.new_session(NewSession::default())?;
                 let mut file = SessionFile::pending(path);
-                file.rewrite(format!("{}\n", to_js_string(&s.header)?).as_bytes())?;
+                let header = format!("{}\n", to_js_string(&s.header)?);
+                file.rewrite(|w| w.write_all(header.as_bytes()))?;
                 s.file = Some(file);
             }
             ReadOutcome::Session(content) => s.load(path, content)?,
@@ -189,13 +190,13 @@ impl SessionStore {
             Body::Legacy(mut maps) => {
                 let rewrite = migrate(&mut header, &mut maps);
                 if rewrite {
-                    let mut out = to_js_string(&header)?;
-                    out.push('\n');
-                    for m in &maps {
-                        out.push_str(&to_js_string(m)?);
-                        out.push('\n');
-                    }
-                    file.rewrite(out.as_bytes())?;
+                    file.rewrite(|w| {
+                        for line in std::iter::once(&header).chain(&maps) {
+                            write_js(&mut *w, line).map_err(std::io::Error::other)?;
+                            w.write_all(b"\n")?;
+                        }
+                        Ok(())
+                    })?;
                 }
                 maps.into_iter()
                     .filter(|m| m.get("type").and_then(Value::as_str) != Some("session"))
@@ -238,17 +239,24 @@ impl SessionStore {
         self.leaf = None;
         self.has_conversation = false;
         for i in 0..self.entries.len() {
-            self.index_entry(i);
+            if let Some(id) = self.entries[i].id() {
+                self.by_id.insert(id, i);
+            }
+            self.note_entry(i);
         }
+        self.by_id.resolve_parents(&self.entries);
     }
 
-    /// Adds entry `i` to the index as the newest entry.
-    pub(crate) fn index_entry(&mut self, i: usize) {
+    /// Indexes the entry just appended as the newest entry.
+    pub(crate) fn index_last_entry(&mut self) {
+        self.by_id.push(&self.entries);
+        self.note_entry(self.entries.len() - 1);
+    }
+
+    /// The leaf, conversation flag and labels after entry `i`.
+    fn note_entry(&mut self, i: usize) {
         let entry = &self.entries[i];
         self.leaf = entry.id().map(str::to_owned);
-        if let Some(id) = entry.id() {
-            self.by_id.insert(id, i);
-        }
         self.has_conversation |= is_conversation(entry);
         if let SessionEntry::Label(l) = entry {
             match l.label.as_deref().filter(|s| !s.is_empty()) {
@@ -362,8 +370,9 @@ impl SessionStore {
             }
             cur = self.entries[i]
                 .parent_id()
-                .filter(|p| !p.is_empty())
-                .and_then(|p| self.by_id.get(p).copied());
+                .is_some_and(|p| !p.is_empty())
+                .then(|| self.by_id.parent(i))
+                .flatten();
         }
         path.reverse();
         path

@@ -31,8 +31,9 @@ impl SessionStore {
         let parents: Vec<Option<usize>> = self
             .entries
             .iter()
-            .map(|e| match e.parent_id() {
-                Some(p) if Some(p) != e.id() => self.by_id.get(p).copied(),
+            .enumerate()
+            .map(|(i, e)| match e.parent_id() {
+                Some(p) if Some(p) != e.id() => self.by_id.parent(i),
                 _ => None,
             })
             .collect();

@@ -8,14 +8,32 @@
 //! * A failed append truncates the file back to its previous length, so a short write can never
 //!   leave a fragment that the next line would be glued to.
 //! * A new file is created exclusively (it must not exist) and gets its header in a write of its
-//!   own, so the header line is never torn; the entries follow in one more write.
+//!   own, so the header line is never torn; the entries follow in large writes (a crash tears
+//!   at most the last line, as for appends).
 //! * Whole-file rewrites (migrations, forks) go to a temporary file that is renamed over the
 //!   target, so a crash leaves either the old or the new file.
+//!
+//! Entries are written as they are serialized, never gathered first: a fork of a 1 GB session
+//! would otherwise hold a second gigabyte.
 
 use crate::error::{Result, SessionError};
+use pi_js::json::write_js;
+use pi_protocol::session_entry::SessionEntry;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+/// Write buffer for whole files: a long session goes out in megabyte writes.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// Writes `entries` as JSONL lines.
+pub(crate) fn write_entries(w: &mut dyn Write, entries: &[SessionEntry]) -> io::Result<()> {
+    for e in entries {
+        write_js(&mut *w, e).map_err(io::Error::other)?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
 
 /// The file backing a persisted session.
 #[derive(Debug)]
@@ -66,23 +84,33 @@ impl SessionFile {
         Ok(())
     }
 
-    /// Creates the file, failing if it exists, with the header line and then `rest`.
-    pub(crate) fn create(&mut self, header_line: &[u8], rest: &[u8]) -> Result<()> {
+    /// Creates the file, failing if it exists, with the header line and then what `rest`
+    /// writes.
+    pub(crate) fn create(
+        &mut self,
+        header_line: &[u8],
+        rest: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<()> {
         let mut handle = OpenOptions::new()
             .append(true)
             .create_new(true)
             .open(&self.path)
             .map_err(|e| SessionError::io(&self.path, e))?;
-        let written = handle
-            .write_all(header_line)
-            .and_then(|()| handle.write_all(rest));
-        if let Err(e) = written {
-            // Nothing of this session was on disk before: leave nothing behind.
-            drop(handle);
-            let _ = std::fs::remove_file(&self.path);
-            return Err(SessionError::io(&self.path, e));
+        let written = handle.write_all(header_line).and_then(|()| {
+            let mut w = BufWriter::with_capacity(WRITE_BUFFER, &handle);
+            rest(&mut w)?;
+            w.flush()
+        });
+        let len = written.and_then(|()| handle.metadata().map(|m| m.len()));
+        match len {
+            Ok(len) => self.len = len,
+            Err(e) => {
+                // Nothing of this session was on disk before: leave nothing behind.
+                drop(handle);
+                let _ = std::fs::remove_file(&self.path);
+                return Err(SessionError::io(&self.path, e));
+            }
         }
-        self.len = (header_line.len() + rest.len()) as u64;
         self.handle = Some(handle);
         Ok(())
     }
@@ -110,13 +138,18 @@ impl SessionFile {
         }
     }
 
-    /// Replaces the file's content with `content` (temporary file + rename) and keeps appending
-    /// to the new file.
-    pub(crate) fn rewrite(&mut self, content: &[u8]) -> Result<()> {
+    /// Replaces the file's content with what `content` writes (temporary file + rename) and
+    /// keeps appending to the new file.
+    pub(crate) fn rewrite(
+        &mut self,
+        content: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<()> {
         let tmp = temp_sibling(&self.path);
         let result = (|| {
-            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            f.write_all(content)?;
+            let f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            let mut w = BufWriter::with_capacity(WRITE_BUFFER, f);
+            content(&mut w)?;
+            let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;
             f.sync_data()?;
             drop(f);
             std::fs::rename(&tmp, &self.path)
@@ -162,17 +195,40 @@ mod tests {
         let p = dir.path().join("a.jsonl");
         let mut f = SessionFile::pending(p.clone());
         assert!(!f.is_flushed());
-        f.create(b"h\n", b"1\n2\n").unwrap();
+        f.create(b"h\n", |w| w.write_all(b"1\n2\n")).unwrap();
         f.append(b"3\n").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\n1\n2\n3\n");
         let mut again = SessionFile::pending(p.clone());
-        assert!(again.create(b"x\n", b"").is_err());
+        assert!(again.create(b"x\n", |_| Ok(())).is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\n1\n2\n3\n");
-        f.rewrite(b"new\n").unwrap();
+        f.rewrite(|w| w.write_all(b"new\n")).unwrap();
         f.append(b"4\n").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\n4\n");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         terminate_last_line(&p).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\n4\n\n");
+    }
+
+    /// Entries are streamed in, so a serializer failing halfway must not leave half a file.
+    #[test]
+    fn a_write_failing_halfway_leaves_nothing_behind() {
+        let dir = TempDir::new();
+        let p = dir.path().join("a.jsonl");
+        let fail_after_some = |w: &mut dyn Write| {
+            w.write_all(&vec![b'x'; 3 * WRITE_BUFFER])?;
+            Err(io::Error::other("serializer failed"))
+        };
+        let mut f = SessionFile::pending(p.clone());
+        assert!(f.create(b"h\n", fail_after_some).is_err());
+        assert!(!p.exists());
+        assert!(!f.is_flushed());
+
+        f.create(b"h\n", |w| w.write_all(b"1\n")).unwrap();
+        assert!(f.rewrite(fail_after_some).is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\n1\n");
+        // No temporary file left next to it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        f.append(b"2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\n1\n2\n");
     }
 }

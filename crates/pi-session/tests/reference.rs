@@ -10,6 +10,7 @@ mod common;
 use common::{TempDir, copy_into, fixtures, jsonl_in};
 use pi_js::json::to_js_string;
 use pi_js::parse::parse_js_json;
+use pi_protocol::SessionEntry;
 use pi_session::SessionStore;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -119,6 +120,34 @@ fn reference_files_round_trip_byte_for_byte() {
         }
         assert_eq!(out, std::fs::read_to_string(&f).unwrap(), "{}", f.display());
     }
+}
+
+#[test]
+fn messages_pi_wrote_are_kept_as_their_text_until_looked_at() {
+    let mut kept = 0;
+    for f in jsonl_in(&fixtures().join("reference")) {
+        let dir = TempDir::new();
+        let store = SessionStore::open(&copy_into(&f, dir.path()), None, None).unwrap();
+        let _ = store.build_context();
+        let mut parsed = Vec::new();
+        for e in store.entries() {
+            if let SessionEntry::Message(m) = e {
+                let text = to_js_string(e).unwrap();
+                assert!(
+                    m.message.canonical_text().is_some(),
+                    "{}: {text}",
+                    f.display()
+                );
+                kept += 1;
+                if m.message.parsed().is_some() {
+                    parsed.push(text);
+                }
+            }
+        }
+        // Only the last assistant message, which names the session's model.
+        assert!(parsed.len() <= 1, "{}: {parsed:?}", f.display());
+    }
+    assert!(kept > 20, "{kept}");
 }
 
 #[test]

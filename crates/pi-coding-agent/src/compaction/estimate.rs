@@ -4,6 +4,7 @@
 
 use super::entries::{is_compaction, is_context_edit};
 use pi_js::json::to_js_string;
+use pi_protocol::SharedMessage;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
 use pi_protocol::message::AgentMessage;
 use pi_protocol::session_entry::SessionEntry;
@@ -153,7 +154,7 @@ impl AsMessage for AgentMessage {
     }
 }
 
-impl AsMessage for std::sync::Arc<AgentMessage> {
+impl AsMessage for SharedMessage {
     fn message(&self) -> &AgentMessage {
         self
     }

@@ -9,6 +9,7 @@ use super::estimate::{
     should_compact,
 };
 use crate::settings::model::CompactionSettings;
+use pi_protocol::SharedMessage;
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
 use pi_protocol::session_entry::SessionEntry;
@@ -36,7 +37,7 @@ pub struct CheckInput<'a> {
     pub model: &'a Model,
     pub settings: CompactionSettings,
     /// The agent's transcript (for estimates when the response has no usable usage).
-    pub agent_messages: &'a [std::sync::Arc<AgentMessage>],
+    pub agent_messages: &'a [SharedMessage],
     /// False for the check before a prompt, which also looks at aborted responses.
     pub skip_aborted: bool,
 }

@@ -21,7 +21,10 @@ pub(crate) fn call(function: &str, args: &[Value]) -> Result<Value, String> {
             .map_err(|e| e.to_string()),
         "convertToLlm" => {
             let messages = messages(arg(0))?;
-            let shared: Vec<_> = messages.into_iter().map(std::sync::Arc::new).collect();
+            let shared: Vec<_> = messages
+                .into_iter()
+                .map(pi_protocol::SharedMessage::new)
+                .collect();
             serde_json::to_value(crate::messages::convert_to_llm(&shared))
                 .map_err(|e| e.to_string())
         }

@@ -3,12 +3,12 @@
 
 use crate::runtime::{Runtime, lock};
 use pi_ai::{LlmContext, StreamEvent, StreamOptions};
+use pi_protocol::SharedMessage;
 use pi_protocol::content::StringOrBlocks;
 use pi_protocol::message::{AgentMessage, AssistantMessage, SystemMessage};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use serde_json::Value;
-use std::sync::Arc;
 
 impl Runtime {
     /// The model a call names: a whole model object, else `provider` + `id` in the registry.
@@ -107,7 +107,7 @@ impl Runtime {
 
 /// pi-ai's `Context` as our transcript: the system prompt and tools as one leading system
 /// message, then the messages.
-fn llm_messages(context: &Value) -> Result<Vec<Arc<AgentMessage>>, String> {
+fn llm_messages(context: &Value) -> Result<Vec<SharedMessage>, String> {
     let mut out = Vec::new();
     let system = context.get("systemPrompt").and_then(Value::as_str);
     let tools = context
@@ -117,7 +117,7 @@ fn llm_messages(context: &Value) -> Result<Vec<Arc<AgentMessage>>, String> {
         .transpose()
         .map_err(|e| format!("invalid tools: {e}"))?;
     if system.is_some() || tools.is_some() {
-        out.push(Arc::new(AgentMessage::System(SystemMessage {
+        out.push(SharedMessage::new(AgentMessage::System(SystemMessage {
             content: StringOrBlocks::Text(system.unwrap_or("").to_string()),
             sections: None,
             tools_added: tools,
@@ -134,7 +134,7 @@ fn llm_messages(context: &Value) -> Result<Vec<Arc<AgentMessage>>, String> {
     {
         let message: AgentMessage =
             serde_json::from_value(m.clone()).map_err(|e| format!("invalid message: {e}"))?;
-        out.push(Arc::new(message));
+        out.push(SharedMessage::new(message));
     }
     Ok(out)
 }

@@ -3,6 +3,7 @@
 
 use super::StartTrigger;
 use crate::runtime::{Preflight, PromptOrigin, PromptRequest, Runtime, lock};
+use pi_protocol::SharedMessage;
 use pi_protocol::StreamingBehavior;
 use pi_protocol::content::ImageContent;
 use pi_protocol::event::SessionEvent;
@@ -140,7 +141,7 @@ impl crate::runtime::Core {
         }
         self.refresh_agent_context();
         if let Some(agent) = self.agent() {
-            agent.add_to_run_context(std::sync::Arc::new(message.clone()));
+            agent.add_to_run_context(SharedMessage::new(message.clone()));
         }
         self.emit(SessionEvent::MessageStart {
             message: message.clone(),

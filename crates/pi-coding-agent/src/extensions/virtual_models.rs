@@ -11,7 +11,6 @@ use pi_protocol::session_entry::SessionEntry;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::StopReason;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
 
 /// The custom entry type a router's state is stored under.
 const STATE_ENTRY: &str = "pi.virtual-model-state";
@@ -40,7 +39,10 @@ impl RouteReason {
     }
 
     /// For a request of the agent loop: a user message after the last response starts a turn.
-    pub(crate) fn of_context(context: &[Arc<AgentMessage>], retrying: bool) -> RouteReason {
+    pub(crate) fn of_context(
+        context: &[pi_protocol::SharedMessage],
+        retrying: bool,
+    ) -> RouteReason {
         if retrying {
             return RouteReason::Retry;
         }
@@ -80,7 +82,7 @@ impl Core {
         &self,
         model: &Model,
         reasoning: Option<ThinkingLevel>,
-        context: &[Arc<AgentMessage>],
+        context: &[pi_protocol::SharedMessage],
         reason: RouteReason,
     ) -> Result<(Model, Option<ThinkingLevel>), String> {
         let name = format!("Virtual model {}/{}", model.provider, model.id);

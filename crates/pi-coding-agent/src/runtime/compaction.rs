@@ -14,6 +14,7 @@ use crate::compaction::{
 };
 use crate::settings::model::CompactionSettings;
 use pi_agent::BoxFuture;
+use pi_protocol::SharedMessage;
 use pi_protocol::event::{CompactionReason, SessionEvent, SummarizationSource};
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
@@ -324,11 +325,7 @@ impl Core {
 
     /// Hides a failed attempt and its tool results from the context with `context_edit`
     /// entries, so the retried turn does not see it.
-    async fn omit_recovery_attempt(
-        &self,
-        message: &AssistantMessage,
-        agent: &[std::sync::Arc<AgentMessage>],
-    ) {
+    async fn omit_recovery_attempt(&self, message: &AssistantMessage, agent: &[SharedMessage]) {
         let wrapped = AgentMessage::Assistant(message.clone());
         let call_ids: Vec<&str> = message
             .content

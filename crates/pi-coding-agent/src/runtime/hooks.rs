@@ -4,6 +4,7 @@
 
 use super::{Core, lock};
 use pi_agent::{BoxFuture, RequestCredentials, RunHooks, ToolCallGate, TurnContext, TurnUpdate};
+use pi_protocol::SharedMessage;
 use pi_protocol::content::ToolCall;
 use pi_protocol::event::CompactionReason;
 use pi_protocol::message::AgentMessage;
@@ -102,7 +103,7 @@ impl RunHooks for Core {
         &'a self,
         model: &'a pi_protocol::model::Model,
         reasoning: Option<pi_protocol::thinking::ThinkingLevel>,
-        context: &'a [Arc<AgentMessage>],
+        context: &'a [SharedMessage],
     ) -> BoxFuture<
         'a,
         Option<
@@ -217,8 +218,8 @@ impl RunHooks for Core {
 
     fn transform_context<'a>(
         &'a self,
-        messages: Vec<Arc<AgentMessage>>,
-    ) -> BoxFuture<'a, Vec<Arc<AgentMessage>>> {
+        messages: Vec<SharedMessage>,
+    ) -> BoxFuture<'a, Vec<SharedMessage>> {
         Box::pin(async move {
             let messages = self.ext_context(messages).await;
             let forced = lock(&self.run).forced_system_prompt.clone();
@@ -229,7 +230,7 @@ impl RunHooks for Core {
         })
     }
 
-    fn message_end<'a>(&'a self, message: Arc<AgentMessage>) -> BoxFuture<'a, Arc<AgentMessage>> {
+    fn message_end<'a>(&'a self, message: SharedMessage) -> BoxFuture<'a, SharedMessage> {
         Box::pin(async move {
             if !self.ext.handles("message_end") {
                 return message;
@@ -240,7 +241,7 @@ impl RunHooks for Core {
             };
             match result.get("message").cloned() {
                 Some(m) if !m.is_null() => match serde_json::from_value::<AgentMessage>(m) {
-                    Ok(replaced) => Arc::new(replaced),
+                    Ok(replaced) => SharedMessage::new(replaced),
                     Err(e) => {
                         self.ext_error(
                             "<runtime>",
@@ -289,7 +290,7 @@ impl Core {
 
 /// A run whose system prompt an extension forced sees one system message with that text (and
 /// the tools the transcript declares) instead of the transcript's system messages.
-fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<Arc<AgentMessage>> {
+fn force_system_prompt(messages: Vec<SharedMessage>, prompt: String) -> Vec<SharedMessage> {
     let current = pi_ai::transcript::current_system_message(&messages);
     let head = pi_protocol::message::SystemMessage {
         content: pi_protocol::content::StringOrBlocks::Text(prompt),
@@ -299,7 +300,7 @@ fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<
         timestamp: current.as_ref().map_or_else(pi_js::now_ms, |c| c.timestamp),
         rest: Default::default(),
     };
-    std::iter::once(Arc::new(AgentMessage::System(head)))
+    std::iter::once(SharedMessage::new(AgentMessage::System(head)))
         .chain(
             messages
                 .into_iter()
@@ -310,7 +311,7 @@ fn force_system_prompt(messages: Vec<Arc<AgentMessage>>, prompt: String) -> Vec<
 
 impl Core {
     /// The extensions' `context` and `context_with_system` handlers over a request's messages.
-    async fn ext_context(&self, messages: Vec<Arc<AgentMessage>>) -> Vec<Arc<AgentMessage>> {
+    async fn ext_context(&self, messages: Vec<SharedMessage>) -> Vec<SharedMessage> {
         let messages = self.ext_context_event("context", messages).await;
         self.ext_context_event("context_with_system", messages)
             .await
@@ -320,8 +321,8 @@ impl Core {
     async fn ext_context_event(
         &self,
         event: &str,
-        messages: Vec<Arc<AgentMessage>>,
-    ) -> Vec<Arc<AgentMessage>> {
+        messages: Vec<SharedMessage>,
+    ) -> Vec<SharedMessage> {
         if !self.ext.handles(event) {
             return messages;
         }
@@ -333,7 +334,7 @@ impl Core {
             return messages;
         };
         match serde_json::from_value::<Vec<AgentMessage>>(list) {
-            Ok(changed) => changed.into_iter().map(Arc::new).collect(),
+            Ok(changed) => changed.into_iter().map(SharedMessage::new).collect(),
             Err(e) => {
                 self.ext_error("<runtime>", event, &format!("invalid messages: {e}"))
                     .await;

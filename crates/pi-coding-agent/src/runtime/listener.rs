@@ -7,11 +7,11 @@
 
 use super::{Core, lock};
 use pi_agent::{AgentEvent, AgentListener, BoxFuture};
+use pi_protocol::SharedMessage;
 use pi_protocol::event::SessionEvent;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::usage::StopReason;
 use pi_session::user_text;
-use std::sync::Arc;
 
 impl AgentListener for Core {
     fn on_event<'a>(&'a self, event: &'a AgentEvent) -> BoxFuture<'a> {
@@ -91,7 +91,7 @@ impl Core {
         }
     }
 
-    fn persist_message(&self, message: &Arc<AgentMessage>) {
+    fn persist_message(&self, message: &SharedMessage) {
         let result = {
             let mut session = lock(&self.session);
             match &**message {
@@ -99,7 +99,7 @@ impl Core {
                 | AgentMessage::User(_)
                 | AgentMessage::Assistant(_)
                 | AgentMessage::ToolResult(_) => {
-                    session.append_shared_message(Arc::clone(message)).map(Some)
+                    session.append_shared_message(message.clone()).map(Some)
                 }
                 AgentMessage::Custom(c) => session
                     .append_custom_message_entry(

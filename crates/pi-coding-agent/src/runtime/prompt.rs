@@ -497,7 +497,7 @@ impl Core {
     pub fn system_patch_over(
         &self,
         agent: &pi_agent::Agent,
-        messages: &[std::sync::Arc<AgentMessage>],
+        messages: &[pi_protocol::SharedMessage],
     ) -> Option<pi_protocol::message::SystemMessage> {
         let transcript_sections = replay_sections(messages.iter().filter_map(|m| match &**m {
             AgentMessage::System(sys) => Some(sys),

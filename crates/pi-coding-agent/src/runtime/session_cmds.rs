@@ -1,6 +1,7 @@
 //! Session commands that read or annotate the current session file.
 
 use super::{Core, Runtime, lock};
+use pi_protocol::SharedMessage;
 use pi_protocol::event::SessionEvent;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::results::{ForkMessage, SessionStats};
@@ -59,9 +60,8 @@ impl Core {
     pub fn flush_pending_bash(&self) {
         let pending = std::mem::take(&mut lock(&self.run).pending_bash);
         for message in pending {
-            let message = std::sync::Arc::new(AgentMessage::BashExecution(message));
-            let appended =
-                lock(&self.session).append_shared_message(std::sync::Arc::clone(&message));
+            let message = SharedMessage::new(AgentMessage::BashExecution(message));
+            let appended = lock(&self.session).append_shared_message(message.clone());
             if let Err(e) = appended {
                 eprintln!("pi: could not write to the session file: {e}");
             }

@@ -8,7 +8,7 @@ use crate::resources::session::{Locations, SessionResources};
 use crate::settings::manager::{SettingsManager, session_dir};
 use crate::settings::paths::{agent_dir, home_dir};
 use pi_agent::{Agent, AgentConfig, AgentState, ExecutionMode};
-use pi_protocol::message::AgentMessage;
+use pi_protocol::SharedMessage;
 use pi_registry::{
     Env, LoadOptions, ModelRegistry, ModelSettings, SessionModelState, StartupRequest,
 };
@@ -350,7 +350,7 @@ struct Loaded {
     session: SessionStore,
     selection: pi_registry::StartupSelection,
     startup_request: StartupRequest,
-    context_messages: Vec<std::sync::Arc<AgentMessage>>,
+    context_messages: Vec<SharedMessage>,
     /// The command line with an extension's trust decision in it (what `ctx.reload()` reads).
     decided_args: Option<Args>,
     /// The session directory chosen (`None`: the default per-cwd one).
@@ -642,7 +642,7 @@ fn assemble(
         names.iter().filter_map(|n| core.tools.get(n)).collect();
     let config = AgentConfig {
         stream_fn: core.ext.stream_fn(),
-        convert_to_llm: Arc::new(|messages: &[Arc<AgentMessage>]| {
+        convert_to_llm: Arc::new(|messages: &[SharedMessage]| {
             crate::messages::convert_to_llm(messages)
         }),
         listener: core.clone(),

@@ -2,6 +2,7 @@
 //! `get_last_assistant_text`, `get_available_thinking_levels`.
 
 use super::{Runtime, lock};
+use pi_protocol::SharedMessage;
 use pi_protocol::content::AssistantBlock;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::results::RpcSessionState;
@@ -34,7 +35,7 @@ impl Runtime {
     }
 
     /// The transcript (shared, not copied: `get_messages` serializes it from here).
-    pub fn messages(&self) -> Vec<std::sync::Arc<AgentMessage>> {
+    pub fn messages(&self) -> Vec<SharedMessage> {
         self.agent.messages()
     }
 
