@@ -14,7 +14,7 @@ pub mod transcript;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm,
-    RequestCredentials, RunHooks, StreamFn, ToolCallGate, TurnContext, TurnUpdate,
+    RequestCredentials, RequestSettings, RunHooks, StreamFn, ToolCallGate, TurnContext, TurnUpdate,
 };
 pub use event::AgentEvent;
 pub use nested::{NestedOutcome, NestedRunner};

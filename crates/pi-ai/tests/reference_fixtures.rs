@@ -70,6 +70,7 @@ fn model_from(models: &Value, provider: &str, id: &str, base: &str) -> Model {
 }
 
 fn reply_from(r: &Value) -> Reply {
+    let flag = |key: &str| r.get(key).and_then(Value::as_bool).unwrap_or(false);
     let headers: Vec<(String, String)> = r
         .get("headers")
         .and_then(Value::as_object)
@@ -79,6 +80,21 @@ fn reply_from(r: &Value) -> Reply {
                 .collect()
         })
         .unwrap_or_default();
+    match r.get("fault").and_then(Value::as_str) {
+        Some("reset_before_headers") => {
+            return Reply {
+                fail_before_headers: Some(true),
+                ..Reply::default()
+            };
+        }
+        Some("close_before_headers") => {
+            return Reply {
+                fail_before_headers: Some(false),
+                ..Reply::default()
+            };
+        }
+        _ => {}
+    }
     if let Some(b) = r.get("body") {
         let mut reply = Reply::error(
             r["status"].as_u64().unwrap() as u16,
@@ -88,6 +104,7 @@ fn reply_from(r: &Value) -> Reply {
                 .unwrap_or("application/json"),
         );
         reply.headers = headers;
+        reply.keep_alive = flag("keep_alive");
         return reply;
     }
     let strings = |key: &str| -> Vec<String> {
@@ -113,6 +130,15 @@ fn reply_from(r: &Value) -> Reply {
         .get("stall_after")
         .and_then(Value::as_u64)
         .map(|n| n as usize);
+    reply.reset_after = r
+        .get("reset_after")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    reply.headers = headers;
+    reply.keep_alive = flag("keep_alive");
+    reply.length_body = flag("length_body");
+    reply.close_delimited = flag("close_delimited");
+    reply.never_end = flag("never_end");
     reply
 }
 
@@ -184,7 +210,27 @@ fn normalize(msg: &str) -> String {
             }
         }
     }
-    generated_ids(&pi_js::json::to_js_string(&v).unwrap())
+    generated_ids(&shrink(&pi_js::json::to_js_string(&v).unwrap()))
+}
+
+/// A run of 65,536 or more equal characters as `<<FILL:c:n>>`, as the recorder writes
+/// oversized deltas.
+fn shrink(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(1 << 20));
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let mut n = 1usize;
+        while chars.peek() == Some(&c) {
+            chars.next();
+            n += 1;
+        }
+        if n >= 65_536 {
+            out.push_str(&format!("<<FILL:{c}:{n}>>"));
+        } else {
+            out.extend(std::iter::repeat_n(c, n));
+        }
+    }
+    out
 }
 
 /// Google tool-call ids Pi generates (`<name>_<unix ms>_<counter>`) differ per run.
@@ -297,6 +343,9 @@ async fn cases_for(path: &std::path::Path) -> Vec<Case> {
                                 idle_ms.unwrap_or(5000)
                             })),
                             user_agent: Some("pi/1.6.0 (linux; node/v22.23.5; x64)".into()),
+                            max_retries: fx["settings"]["retry"]["provider"]["maxRetries"]
+                                .as_u64()
+                                .map(|n| n as u32),
                             env: fx["env"]
                                 .as_object()
                                 .map(|e| {
@@ -378,9 +427,9 @@ async fn run_case(case: Case) -> Vec<String> {
             None => problems.push(format!("{}: no request sent", case.name)),
             Some(g) => {
                 let want = expected["body"].as_str().unwrap();
-                if g.body != want {
-                    let at = g
-                        .body
+                let ours = shrink(&g.body);
+                if ours != want {
+                    let at = ours
                         .bytes()
                         .zip(want.bytes())
                         .position(|(a, b)| a != b)
@@ -389,7 +438,7 @@ async fn run_case(case: Case) -> Vec<String> {
                     problems.push(format!(
                         "{}: request body differs at byte {at}\n  ours: …{}\n  pi:   …{}",
                         case.name,
-                        g.body.get(lo..(at + 150).min(g.body.len())).unwrap_or(""),
+                        ours.get(lo..(at + 150).min(ours.len())).unwrap_or(""),
                         want.get(lo..(at + 150).min(want.len())).unwrap_or("")
                     ));
                 }
@@ -424,7 +473,7 @@ async fn run_case(case: Case) -> Vec<String> {
         }
     }
     let (events, want_events) = (
-        generated_ids(&Value::Array(events).to_string()),
+        generated_ids(&shrink(&Value::Array(events).to_string())),
         generated_ids(&Value::Array(want).to_string()),
     );
     if events != want_events {
