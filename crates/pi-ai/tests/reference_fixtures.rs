@@ -13,7 +13,7 @@ use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
-use support::{Mock, Reply};
+use support::{Mock, Reply, reply_from};
 
 fn fixture_files() -> Vec<std::path::PathBuf> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -67,79 +67,6 @@ fn model_from(models: &Value, provider: &str, id: &str, base: &str) -> Model {
         }
     }
     serde_json::from_value(v).unwrap()
-}
-
-fn reply_from(r: &Value) -> Reply {
-    let flag = |key: &str| r.get(key).and_then(Value::as_bool).unwrap_or(false);
-    let headers: Vec<(String, String)> = r
-        .get("headers")
-        .and_then(Value::as_object)
-        .map(|h| {
-            h.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    match r.get("fault").and_then(Value::as_str) {
-        Some("reset_before_headers") => {
-            return Reply {
-                fail_before_headers: Some(true),
-                ..Reply::default()
-            };
-        }
-        Some("close_before_headers") => {
-            return Reply {
-                fail_before_headers: Some(false),
-                ..Reply::default()
-            };
-        }
-        _ => {}
-    }
-    if let Some(b) = r.get("body") {
-        let mut reply = Reply::error(
-            r["status"].as_u64().unwrap() as u16,
-            b.as_str().unwrap(),
-            r.get("content_type")
-                .and_then(Value::as_str)
-                .unwrap_or("application/json"),
-        );
-        reply.headers = headers;
-        reply.keep_alive = flag("keep_alive");
-        return reply;
-    }
-    let strings = |key: &str| -> Vec<String> {
-        r.get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|c| c.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default()
-    };
-    let mut reply = Reply::sse(strings("chunks"));
-    use base64::Engine as _;
-    reply.raw_chunks = strings("chunks_b64")
-        .iter()
-        .map(|c| base64::engine::general_purpose::STANDARD.decode(c).unwrap())
-        .collect();
-    if let Some(ct) = r.get("content_type").and_then(Value::as_str) {
-        reply.content_type = ct.to_string();
-    }
-    reply.drop_after = r
-        .get("drop_after")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
-    reply.stall_after = r
-        .get("stall_after")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
-    reply.reset_after = r
-        .get("reset_after")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
-    reply.headers = headers;
-    reply.keep_alive = flag("keep_alive");
-    reply.length_body = flag("length_body");
-    reply.close_delimited = flag("close_delimited");
-    reply.never_end = flag("never_end");
-    reply
 }
 
 fn wire_event(ev: &StreamEvent) -> Option<Value> {
