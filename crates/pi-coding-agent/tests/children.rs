@@ -123,6 +123,32 @@ fn an_mcp_server_and_its_children_die_when_pi_is_killed_with_sigkill() {
 }
 
 #[test]
+fn what_an_extension_starts_dies_when_pi_is_killed_with_sigkill() {
+    let dir = TempDir::new();
+    let (shell, child) = (dir.path.join("sh.pid"), dir.path.join("child.pid"));
+    // An extension that starts a shell (not detached: it stays in the host's group), which
+    // starts a child of its own.
+    let script = format!(
+        "sleep 300 & echo $! > {c}.tmp; mv {c}.tmp {c}; echo $$ > {s}.tmp; mv {s}.tmp {s}; wait",
+        c = child.display(),
+        s = shell.display()
+    );
+    let extension = format!(
+        "import {{ spawn }} from \"node:child_process\";\n\
+         export default function () {{ spawn(\"sh\", [\"-c\", {}], {{ stdio: \"ignore\" }}); }}\n",
+        serde_json::to_string(&script).unwrap()
+    );
+    let pi = Pi::spawn_with(
+        &["--mode", "rpc", "--no-session", "-ne", "-e", "./spawner.ts"],
+        &[],
+        &[("spawner.ts", &extension)],
+    );
+    let pids = wait_pids([&shell, &child]);
+    let took = kill_and_expect_dead(pi, pids);
+    eprintln!("the extension's processes gone {took:?} after SIGKILL");
+}
+
+#[test]
 fn no_child_holds_the_protocol_stdout() {
     let home = TempDir::new();
     let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
