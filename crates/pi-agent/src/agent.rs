@@ -100,6 +100,12 @@ pub trait RunHooks: Send + Sync {
         None
     }
 
+    /// Transport settings of the next request (idle timeout, provider-level retries), read
+    /// per request so a settings change applies to the next one.
+    fn request_settings(&self) -> RequestSettings {
+        RequestSettings::default()
+    }
+
     /// A finished message before anyone sees its `message_end` (extensions' `message_end` may
     /// replace it).
     fn message_end<'a>(&'a self, message: SharedMessage) -> BoxFuture<'a, SharedMessage> {
@@ -172,6 +178,17 @@ pub struct RequestCredentials {
     pub env: std::collections::BTreeMap<String, String>,
     /// The endpoint the credential names, replacing the model's.
     pub base_url: Option<String>,
+}
+
+/// Settings `http` transport takes per request (`None`: pi-ai's defaults).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestSettings {
+    /// `httpIdleTimeoutMs` (zero disables it).
+    pub idle_timeout: Option<std::time::Duration>,
+    /// `retry.provider.maxRetries`.
+    pub max_retries: Option<u32>,
+    /// `retry.provider.maxRetryDelayMs` (zero: no limit).
+    pub max_retry_delay: Option<std::time::Duration>,
 }
 
 /// Hooks that do nothing.

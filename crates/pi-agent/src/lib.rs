@@ -14,7 +14,8 @@ pub mod transcript;
 
 pub use agent::{
     Agent, AgentConfig, AgentError, AgentListener, AgentState, BoxFuture, ConvertToLlm,
-    RequestCredentials, Route, RunHooks, StreamFn, ToolCallGate, TurnContext, TurnUpdate,
+    RequestCredentials, RequestSettings, Route, RunHooks, StreamFn, ToolCallGate, TurnContext,
+    TurnUpdate,
 };
 pub use event::AgentEvent;
 pub use nested::{NestedOutcome, NestedRunner};

@@ -303,7 +303,11 @@ async fn request_once(
     let credentials = agent.config.hooks.request_credentials(model).await;
     let mut stream = match credentials {
         Ok(creds) => {
+            let transport = agent.config.hooks.request_settings();
             let options = StreamOptions {
+                idle_timeout: transport.idle_timeout,
+                max_retries: transport.max_retries,
+                max_retry_delay: transport.max_retry_delay,
                 api_key: creds.api_key,
                 headers: creds.headers,
                 env: creds.env,

@@ -62,7 +62,15 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     };
     let error_text =
         |e: &http::SendError| send_error_text(Sdk::OpenAi, e, Some("Azure OpenAI API error"));
-    let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
+    let Some((out, resp)) = start_stream(
+        out,
+        req,
+        &options,
+        crate::provider_retry::RetryPolicy::Sdk(crate::provider_error::openai_sdk_message),
+        error_text,
+    )
+    .await
+    else {
         return;
     };
     relay(Flavor::Azure, &model, out, resp, &options).await;

@@ -19,6 +19,21 @@ pub const CHUNKED_EOF: &str =
     "terminated: Response does not match the HTTP/1.1 protocol (Invalid EOF state)";
 /// Text of a connection closed before the response was complete.
 pub const SOCKET_CLOSED: &str = "terminated: other side closed (UND_ERR_SOCKET)";
+/// Text of a `content-length` body that ended short on a connection the server closes.
+pub const LENGTH_MISMATCH: &str = "terminated: Response body length does not match content-length header (UND_ERR_RES_CONTENT_LENGTH_MISMATCH)";
+
+/// How a response body is delimited, and whether the connection was meant to outlive it. An
+/// early end reads differently to undici (Pi's HTTP client) in each case: when the server said
+/// `connection: close`, the end of the connection ends the message, and only a chunked or
+/// `content-length` body that is then incomplete is an error of its own; on a keep-alive
+/// connection any early end is the socket's error (recorded from Pi 1.6.0 in the `faults`
+/// fixtures of every wire API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Framing {
+    chunked: bool,
+    length: bool,
+    keep_alive: bool,
+}
 
 /// `pi/<version> (<platform>; <runtime>; <arch>)` with Node's platform and arch names.
 pub fn default_user_agent() -> String {
@@ -120,7 +135,7 @@ pub enum ReadError {
 #[derive(Debug)]
 pub struct Body {
     resp: reqwest::Response,
-    chunked: bool,
+    framing: Framing,
     idle: Option<Duration>,
     /// When the last chunk arrived (or the body started).
     last_chunk: tokio::time::Instant,
@@ -175,14 +190,27 @@ pub async fn send(
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let chunked = resp
-        .headers()
-        .get("transfer-encoding")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let header = |name: &str| {
+        resp.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase)
+    };
+    let chunked = header("transfer-encoding").is_some_and(|v| v.contains("chunked"));
+    let connection = header("connection").unwrap_or_default();
+    let keep_alive = if resp.version() == reqwest::Version::HTTP_10 {
+        connection.contains("keep-alive")
+    } else {
+        !connection.contains("close")
+    };
+    let framing = Framing {
+        chunked,
+        length: !chunked && header("content-length").is_some(),
+        keep_alive,
+    };
     let mut body = Body {
         resp,
-        chunked,
+        framing,
         idle,
         last_chunk: tokio::time::Instant::now(),
         idle_timer: None,
@@ -234,7 +262,7 @@ impl Body {
         &mut self,
         cancel: &CancellationToken,
     ) -> Result<Option<bytes::Bytes>, ReadError> {
-        let chunked = self.chunked;
+        let framing = self.framing;
         let last_chunk = self.last_chunk;
         // An already cancelled token makes the first poll ready: no chunk is taken after it.
         let cancelled = self
@@ -270,7 +298,7 @@ impl Body {
         })
         .await?;
         self.last_chunk = tokio::time::Instant::now();
-        r.map_err(|e| ReadError::Terminated(body_error_text(&e, chunked)))
+        r.map_err(|_| ReadError::Terminated(body_error_text(framing)))
     }
 
     /// The reason phrase of the status (`Bad Gateway`), for APIs that quote it.
@@ -303,12 +331,19 @@ fn chain_text(e: &(dyn std::error::Error + 'static)) -> String {
     last
 }
 
-fn body_error_text(e: &reqwest::Error, chunked: bool) -> String {
-    match io_kind(e) {
-        Some(std::io::ErrorKind::ConnectionReset) => "terminated: read ECONNRESET".to_string(),
-        _ if chunked => CHUNKED_EOF.to_string(),
-        _ => SOCKET_CLOSED.to_string(),
+fn body_error_text(framing: Framing) -> String {
+    // A reset counts as the end of the connection when the server announced that end.
+    if !framing.keep_alive {
+        if framing.chunked {
+            return CHUNKED_EOF.to_string();
+        }
+        if framing.length {
+            return LENGTH_MISMATCH.to_string();
+        }
     }
+    // On a keep-alive connection undici reports a reset after part of the body like a close
+    // (checked against Node 22 with both a FIN and an RST after the first chunk).
+    SOCKET_CLOSED.to_string()
 }
 
 fn host_port(url: &str) -> String {
@@ -332,7 +367,13 @@ fn connect_detail(e: &reqwest::Error, host: &str) -> String {
     let text = chain_text(e);
     let name = host.rsplit_once(':').map_or(host, |(h, _)| h);
     if text.contains("dns error") || text.contains("failed to lookup address") {
-        return format!("getaddrinfo ENOTFOUND {name}");
+        // getaddrinfo's EAI_AGAIN (no answer from the resolver) reads differently in Node.
+        let code = if text.contains("Temporary failure in name resolution") {
+            "EAI_AGAIN"
+        } else {
+            "ENOTFOUND"
+        };
+        return format!("getaddrinfo {code} {name}");
     }
     // hyper's wording for a server that closed the connection without answering; undici
     // (Pi's HTTP client) calls it "other side closed".

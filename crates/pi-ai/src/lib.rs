@@ -19,6 +19,7 @@ pub mod openai_responses;
 pub mod output;
 pub mod pi_messages;
 pub mod provider_error;
+pub mod provider_retry;
 pub mod request;
 pub mod sse;
 pub mod stream;

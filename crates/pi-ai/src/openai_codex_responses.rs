@@ -63,7 +63,15 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         headers: headers(&model, &options, &token, &account, session.as_deref()).0,
         body: to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
-    let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
+    let Some((out, resp)) = start_stream(
+        out,
+        req,
+        &options,
+        crate::provider_retry::RetryPolicy::Codex,
+        error_text,
+    )
+    .await
+    else {
         return;
     };
     relay(Flavor::Codex, &model, out, resp, &options).await;

@@ -19,7 +19,7 @@ pub enum Sdk {
 /// Pi's cap on a quoted error body.
 const MAX_BODY_CHARS: usize = 4000;
 
-fn truncate(text: &str) -> String {
+pub(crate) fn truncate(text: &str) -> String {
     let len = pi_js::utf16_len(text);
     if len <= MAX_BODY_CHARS {
         return text.to_string();
@@ -56,6 +56,23 @@ fn stainless_message(status: u16, error: Option<&Value>, text: &str) -> String {
     } else {
         format!("{status} {msg}")
     }
+}
+
+/// The OpenAI SDK's `APIError` message for a status error (what Pi quotes after "Server
+/// requested …"): `<status> <error.message>`.
+pub fn openai_sdk_message(status: u16, body: &str) -> String {
+    let parsed = parse_js_json(body).ok();
+    let error = parsed.as_ref().map(|v| match v.get("error") {
+        Some(e) if !e.is_null() => e,
+        _ => v,
+    });
+    stainless_message(status, error, body)
+}
+
+/// The Anthropic SDK's `APIError` message: `<status> <body as JSON>`.
+pub fn anthropic_sdk_message(status: u16, body: &str) -> String {
+    let parsed = parse_js_json(body).ok();
+    stainless_message(status, parsed.as_ref(), body)
 }
 
 /// `<status>: <body>` for an HTTP error, as the OpenAI SDK path formats it (with Pi's

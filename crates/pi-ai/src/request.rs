@@ -6,6 +6,7 @@ use crate::budget::clamp_max_tokens_to_context;
 use crate::cost::clamp_thinking_level;
 use crate::http::{self, default_user_agent};
 use crate::output::Output;
+use crate::provider_retry::{self, Next, RetryPolicy};
 use crate::stream::{LlmContext, StreamEvent, StreamOptions};
 use pi_protocol::message::AssistantMessage;
 use pi_protocol::model::Model;
@@ -121,13 +122,15 @@ pub fn set_unless_requested(
     }
 }
 
-/// Sends the request and starts the message stream. When sending fails, the message ends as
-/// an error (aborted if cancelled) with the text `error_text` gives, and `None` comes back.
+/// Sends the request and starts the message stream, retrying a failed attempt as `policy`
+/// says when `options.max_retries` allows. When sending fails for good, the message ends as an
+/// error (aborted if cancelled) with the text `error_text` gives, and `None` comes back.
 pub async fn start_stream(
     mut out: Output,
     mut req: http::Request,
     options: &StreamOptions,
-    error_text: impl FnOnce(&http::SendError) -> (bool, String),
+    policy: RetryPolicy,
+    error_text: impl Fn(&http::SendError) -> (bool, String),
 ) -> Option<(Output, http::Body)> {
     if let Some(hooks) = &options.hooks {
         req.headers = hooks.headers(std::mem::take(&mut req.headers)).await;
@@ -138,19 +141,43 @@ pub async fn start_stream(
             }
         }
     }
-    match http::send(req, &options.cancel, options.idle_timeout).await {
-        Ok(resp) => {
-            if let Some(hooks) = &options.hooks {
-                hooks.response(resp.status(), resp.headers()).await;
+    let max_retries = options.max_retries.unwrap_or(0);
+    let mut attempt = 0;
+    loop {
+        let e = match http::send(req.clone(), &options.cancel, options.idle_timeout).await {
+            Ok(resp) => {
+                if let Some(hooks) = &options.hooks {
+                    hooks.response(resp.status(), resp.headers()).await;
+                }
+                out.start().await;
+                return Some((out, resp));
             }
-            out.start().await;
-            Some((out, resp))
-        }
-        Err(e) => {
-            let (aborted, text) = error_text(&e);
-            out.fail(aborted || options.cancel.is_cancelled(), text)
-                .await;
-            None
-        }
+            Err(e) => e,
+        };
+        let (aborted, text) = error_text(&e);
+        let give_up = |text: String| (aborted || options.cancel.is_cancelled(), text);
+        let (aborted, text) = match provider_retry::next(
+            policy,
+            &e,
+            attempt,
+            max_retries,
+            options.max_retry_delay,
+            &text,
+        ) {
+            Next::GiveUp => give_up(text),
+            Next::Fail(other) => give_up(other),
+            Next::RetryAfter(delay) => {
+                tokio::select! {
+                    _ = options.cancel.cancelled() => error_text(&http::SendError::Aborted),
+                    _ = tokio::time::sleep(delay) => {
+                        attempt += 1;
+                        continue;
+                    }
+                }
+            }
+        };
+        out.fail(aborted || options.cancel.is_cancelled(), text)
+            .await;
+        return None;
     }
 }

@@ -57,6 +57,12 @@ pub struct StreamOptions {
     /// before the request fails; `None` is Pi's default of 300 s, zero disables it
     /// (settings `httpIdleTimeoutMs`).
     pub idle_timeout: Option<Duration>,
+    /// Provider-level retries of a request that failed before its stream began (settings
+    /// `retry.provider.maxRetries`; `None` is Pi's default of none). See [`crate::provider_retry`].
+    pub max_retries: Option<u32>,
+    /// The longest server-requested retry delay honoured (`retry.provider.maxRetryDelayMs`;
+    /// `None` is 60 s, zero means no limit).
+    pub max_retry_delay: Option<Duration>,
     /// `User-Agent` header; `None` uses [`crate::http::default_user_agent`].
     pub user_agent: Option<String>,
     /// Who may look at and change the request (extensions' provider events).

@@ -13,7 +13,7 @@ use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
-use support::{Mock, Reply};
+use support::{Mock, Reply, reply_from};
 
 fn fixture_files() -> Vec<std::path::PathBuf> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -67,53 +67,6 @@ fn model_from(models: &Value, provider: &str, id: &str, base: &str) -> Model {
         }
     }
     serde_json::from_value(v).unwrap()
-}
-
-fn reply_from(r: &Value) -> Reply {
-    let headers: Vec<(String, String)> = r
-        .get("headers")
-        .and_then(Value::as_object)
-        .map(|h| {
-            h.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(b) = r.get("body") {
-        let mut reply = Reply::error(
-            r["status"].as_u64().unwrap() as u16,
-            b.as_str().unwrap(),
-            r.get("content_type")
-                .and_then(Value::as_str)
-                .unwrap_or("application/json"),
-        );
-        reply.headers = headers;
-        return reply;
-    }
-    let strings = |key: &str| -> Vec<String> {
-        r.get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|c| c.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default()
-    };
-    let mut reply = Reply::sse(strings("chunks"));
-    use base64::Engine as _;
-    reply.raw_chunks = strings("chunks_b64")
-        .iter()
-        .map(|c| base64::engine::general_purpose::STANDARD.decode(c).unwrap())
-        .collect();
-    if let Some(ct) = r.get("content_type").and_then(Value::as_str) {
-        reply.content_type = ct.to_string();
-    }
-    reply.drop_after = r
-        .get("drop_after")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
-    reply.stall_after = r
-        .get("stall_after")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
-    reply
 }
 
 fn wire_event(ev: &StreamEvent) -> Option<Value> {
@@ -184,7 +137,27 @@ fn normalize(msg: &str) -> String {
             }
         }
     }
-    generated_ids(&pi_js::json::to_js_string(&v).unwrap())
+    generated_ids(&shrink(&pi_js::json::to_js_string(&v).unwrap()))
+}
+
+/// A run of 65,536 or more equal characters as `<<FILL:c:n>>`, as the recorder writes
+/// oversized deltas.
+fn shrink(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(1 << 20));
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let mut n = 1usize;
+        while chars.peek() == Some(&c) {
+            chars.next();
+            n += 1;
+        }
+        if n >= 65_536 {
+            out.push_str(&format!("<<FILL:{c}:{n}>>"));
+        } else {
+            out.extend(std::iter::repeat_n(c, n));
+        }
+    }
+    out
 }
 
 /// Google tool-call ids Pi generates (`<name>_<unix ms>_<counter>`) differ per run.
@@ -297,6 +270,9 @@ async fn cases_for(path: &std::path::Path) -> Vec<Case> {
                                 idle_ms.unwrap_or(5000)
                             })),
                             user_agent: Some("pi/1.6.0 (linux; node/v22.23.5; x64)".into()),
+                            max_retries: fx["settings"]["retry"]["provider"]["maxRetries"]
+                                .as_u64()
+                                .map(|n| n as u32),
                             env: fx["env"]
                                 .as_object()
                                 .map(|e| {
@@ -378,9 +354,9 @@ async fn run_case(case: Case) -> Vec<String> {
             None => problems.push(format!("{}: no request sent", case.name)),
             Some(g) => {
                 let want = expected["body"].as_str().unwrap();
-                if g.body != want {
-                    let at = g
-                        .body
+                let ours = shrink(&g.body);
+                if ours != want {
+                    let at = ours
                         .bytes()
                         .zip(want.bytes())
                         .position(|(a, b)| a != b)
@@ -389,7 +365,7 @@ async fn run_case(case: Case) -> Vec<String> {
                     problems.push(format!(
                         "{}: request body differs at byte {at}\n  ours: …{}\n  pi:   …{}",
                         case.name,
-                        g.body.get(lo..(at + 150).min(g.body.len())).unwrap_or(""),
+                        ours.get(lo..(at + 150).min(ours.len())).unwrap_or(""),
                         want.get(lo..(at + 150).min(want.len())).unwrap_or("")
                     ));
                 }
@@ -424,7 +400,7 @@ async fn run_case(case: Case) -> Vec<String> {
         }
     }
     let (events, want_events) = (
-        generated_ids(&Value::Array(events).to_string()),
+        generated_ids(&shrink(&Value::Array(events).to_string())),
         generated_ids(&Value::Array(want).to_string()),
     );
     if events != want_events {

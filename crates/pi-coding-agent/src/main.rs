@@ -7,6 +7,11 @@ use pi_coding_agent::{PI_VERSION, runtime};
 use std::io::IsTerminal;
 
 fn main() {
+    // The copy of this binary that stops pi's children once pi is gone (see the module).
+    if std::env::var_os(pi_tools::shell::reaper::ENV).is_some() {
+        std::process::exit(pi_tools::shell::reaper::run());
+    }
+    pi_tools::shell::reaper::enable();
     mark_agent_environment();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     std::process::exit(run(&argv));

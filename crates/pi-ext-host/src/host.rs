@@ -124,6 +124,11 @@ impl Host {
         *lock(&self.shared.delegate) = Some(delegate);
     }
 
+    /// The process group of the host (Node and whatever extensions start without detaching).
+    pub fn pgid(&self) -> Option<i32> {
+        self.shared.pgid
+    }
+
     pub fn is_alive(&self) -> bool {
         self.shared.alive.load(Ordering::SeqCst)
     }

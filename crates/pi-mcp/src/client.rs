@@ -172,6 +172,10 @@ impl McpClient {
             )
         })?;
         let pid = child.id();
+        // Stopped with pi even when pi is killed outright (see `pi_tools::shell::reaper`).
+        if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+            pi_tools::shell::reaper::notify(pid, true);
+        }
         let (Some(mut stdin), Some(stdout), Some(mut stderr_pipe)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -231,6 +235,9 @@ impl McpClient {
                 if let Some(pid) = pid {
                     // Children of the server may still hold its pipes.
                     kill_group(pid, libc::SIGTERM);
+                    if let Ok(pid) = i32::try_from(pid) {
+                        pi_tools::shell::reaper::notify(pid, false);
+                    }
                 }
                 for (_, p) in lock(&pending).drain() {
                     let _ = p.tx.send(Err(McpError::Closed));

@@ -319,7 +319,9 @@ pub fn decode_command(value: Value) -> Incoming {
             });
         }
     };
-    if type_name == "extension_ui_response" {
+    // Pi compares with `===`: only the string itself makes a dialog answer (an array that
+    // stringifies the same is an unknown command and gets its error response).
+    if matches!(&type_value, Some(Value::String(s)) if s == "extension_ui_response") {
         return match serde_json::from_value::<ExtensionUiResponse>(Value::Object(map)) {
             Ok(r) => Incoming::ExtensionUiResponse(r),
             // Pi ignores responses it cannot match to a dialog; so do we.

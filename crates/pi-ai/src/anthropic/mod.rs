@@ -159,7 +159,15 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     };
     let cancel = options.cancel.clone();
     let error_text = |e: &http::SendError| send_error_text(Sdk::Anthropic, e, None);
-    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+    let Some((mut out, mut resp)) = start_stream(
+        out,
+        req,
+        &options,
+        crate::provider_retry::RetryPolicy::Sdk(crate::provider_error::anthropic_sdk_message),
+        error_text,
+    )
+    .await
+    else {
         return;
     };
     let mut st = State {

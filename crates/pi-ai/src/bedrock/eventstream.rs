@@ -18,40 +18,76 @@ impl Message {
     }
 }
 
-/// Incremental decoder.
+/// Incremental decoder. Like the AWS SDK, it reads a message's total length, waits for that
+/// many bytes and only then checks the message; so a stream of bytes that are no frames (a
+/// proxy's keep-alive comments) reads as one long message that never completes, as in Pi.
 #[derive(Debug, Default)]
 pub struct Decoder {
     buf: Vec<u8>,
+    /// A message too long to hold: the bytes still to come before it fails, and the text.
+    skipping: Option<(usize, String)>,
 }
 
 const PRELUDE: usize = 12;
-/// Messages larger than this are refused (the service's limit is 16 MiB).
+/// Messages larger than this are not held (the service's limit is 16 MiB): their bytes are
+/// counted instead and the message fails when they are all in, as it would in the SDK.
 const MAX_MESSAGE: usize = 24 * 1024 * 1024;
 
 impl Decoder {
     /// Appends `chunk`; returns the messages it completes, or the framing error.
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Message>, String> {
+        if let Some((left, text)) = &mut self.skipping {
+            if chunk.len() >= *left {
+                return Err(std::mem::take(text));
+            }
+            *left -= chunk.len();
+            return Ok(Vec::new());
+        }
         self.buf.extend_from_slice(chunk);
         let mut out = Vec::new();
         let mut at = 0;
-        while self.buf.len() - at >= PRELUDE {
+        while self.buf.len() - at >= 4 {
             let b = &self.buf[at..];
             let total = be32(&b[0..4]) as usize;
-            let headers_len = be32(&b[4..8]) as usize;
-            if crc32(&b[0..8]) != be32(&b[8..12]) {
-                return Err("Prelude checksum mismatch".into());
+            if total > MAX_MESSAGE {
+                if b.len() < PRELUDE {
+                    break;
+                }
+                let text = prelude_error(b)
+                    .unwrap_or_else(|| format!("Invalid event-stream message length: {total}"));
+                if b.len() >= total {
+                    return Err(text);
+                }
+                self.skipping = Some((total - b.len(), text));
+                self.buf.clear();
+                return Ok(out);
             }
-            if total < PRELUDE + 4 + headers_len || total > MAX_MESSAGE {
-                return Err(format!("Invalid event-stream message length: {total}"));
-            }
-            if b.len() < total {
+            if b.len() < total.max(4) {
                 break;
             }
-            let msg = &b[..total];
-            if crc32(&msg[..total - 4]) != be32(&msg[total - 4..]) {
-                return Err("Message checksum mismatch".into());
+            let msg = &b[..total.max(4)];
+            if total < PRELUDE + 4 {
+                return Err(
+                    "Provided message too short to accommodate event stream message overhead"
+                        .into(),
+                );
             }
-            let headers = parse_headers(&msg[PRELUDE..PRELUDE + headers_len])?;
+            if let Some(text) = prelude_error(msg) {
+                return Err(text);
+            }
+            let expected = be32(&msg[total - 4..]);
+            let actual = crc32(&msg[..total - 4]);
+            if actual != expected {
+                return Err(format!(
+                    "The message checksum ({actual}) did not match the expected value of {expected}"
+                ));
+            }
+            let headers_len = be32(&msg[4..8]) as usize;
+            let headers = msg
+                .get(PRELUDE..PRELUDE + headers_len)
+                .filter(|_| PRELUDE + headers_len <= total - 4)
+                .ok_or_else(|| "Invalid event-stream header".to_string())
+                .and_then(parse_headers)?;
             out.push(Message {
                 headers,
                 payload: msg[PRELUDE + headers_len..total - 4].to_vec(),
@@ -64,8 +100,19 @@ impl Decoder {
 
     /// True when bytes of an unfinished message are buffered.
     pub fn pending(&self) -> bool {
-        !self.buf.is_empty()
+        !self.buf.is_empty() || self.skipping.is_some()
     }
+}
+
+/// The SDK's text when the prelude's own checksum is wrong (`b` holds at least the prelude).
+fn prelude_error(b: &[u8]) -> Option<String> {
+    let expected = be32(&b[8..12]);
+    let actual = crc32(&b[0..8]);
+    (actual != expected).then(|| {
+        format!(
+            "The prelude checksum specified in the message ({expected}) does not match the calculated CRC32 checksum ({actual})"
+        )
+    })
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -166,6 +213,31 @@ mod tests {
     #[test]
     fn crc32_matches_the_standard_check_value() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn bytes_that_are_no_frames_wait_for_their_length_then_fail_as_the_sdk_says() {
+        // `: ping` read as a length is ~975 MB: held back (not buffered) until it is all in.
+        let mut d = Decoder::default();
+        for _ in 0..1000 {
+            assert_eq!(d.push(b": ping\n\n"), Ok(vec![]));
+        }
+        assert!(d.pending());
+        assert!(d.buf.len() < 16);
+        // A short frame with a wrong prelude fails once its 32 bytes are in.
+        let mut d = Decoder::default();
+        assert_eq!(d.push(b"\x00\x00\x00\x20garbage"), Ok(vec![]));
+        let err = d.push(&[0u8; 32]).unwrap_err();
+        assert!(
+            err.starts_with("The prelude checksum specified in the message (")
+                && err.contains(") does not match the calculated CRC32 checksum ("),
+            "{err}"
+        );
+        let mut bad = encode(&[(":event-type", "messageStop")], b"{}");
+        let n = bad.len();
+        bad[n - 1] ^= 1;
+        let err = Decoder::default().push(&bad).unwrap_err();
+        assert!(err.starts_with("The message checksum ("), "{err}");
     }
 
     #[test]

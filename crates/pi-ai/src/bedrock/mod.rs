@@ -398,22 +398,28 @@ fn send_failure(err: SendError) -> Failure {
                 }
                 Err(_) => None,
             };
-            let message = parsed.as_ref().and_then(|v| {
-                v["message"]
-                    .as_str()
-                    .or_else(|| v["Message"].as_str())
-                    .map(String::from)
-            });
-            let name = error_type(&headers, &body).unwrap_or_else(|| {
-                if status >= 500 {
-                    "UnknownError".into()
-                } else {
-                    "Unknown".into()
-                }
-            });
-            let core = match message {
-                Some(m) => m,
-                None => format!("{status}: {body}"),
+            // The SDK names an unmodeled error `Unknown` and its message `UnknownError`; Pi
+            // quotes the body instead when the SDK copied an `error` object from it onto the
+            // exception (the raw body itself is a consumed stream by then).
+            let message = parsed
+                .as_ref()
+                .and_then(|v| {
+                    v["message"]
+                        .as_str()
+                        .or_else(|| v["Message"].as_str())
+                        .map(String::from)
+                })
+                .unwrap_or_else(|| "UnknownError".into());
+            let name = error_type(&headers, &body).unwrap_or_else(|| "Unknown".into());
+            let inner = parsed
+                .as_ref()
+                .and_then(|v| v.get("error"))
+                .filter(|e| e.as_object().is_some_and(|o| !o.is_empty()))
+                .and_then(|e| pi_js::json::to_js_string(e).ok())
+                .map(|t| crate::provider_error::truncate(pi_js::trim(&t)));
+            let core = match inner {
+                Some(b) if !message.contains(&b) => format!("{status}: {b}"),
+                _ => message,
             };
             let mut f = Failure::exception(&name, &core);
             f.status = Some(status);

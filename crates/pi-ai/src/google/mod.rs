@@ -113,7 +113,15 @@ pub(crate) async fn run_target(
     };
     let cancel = options.cancel.clone();
     let error_text = |e: &http::SendError| send_error_text(Sdk::Google, e, None);
-    let Some((mut out, mut resp)) = start_stream(out, req, &options, error_text).await else {
+    let Some((mut out, mut resp)) = start_stream(
+        out,
+        req,
+        &options,
+        crate::provider_retry::RetryPolicy::Google,
+        error_text,
+    )
+    .await
+    else {
         return;
     };
     let mut st = State::default();
@@ -149,10 +157,8 @@ pub(crate) async fn run_target(
             }
             let chunk = match parse_js_json(data) {
                 Ok(v) => v,
-                Err(e) => {
-                    let text = format!("exception parsing stream chunk {data}. SyntaxError: {e}");
-                    return out.fail(cancel.is_cancelled(), text).await;
-                }
+                // The SDK parses a chunk after its own try block: the bare SyntaxError.
+                Err(e) => return out.fail(cancel.is_cancelled(), e.to_string()).await,
             };
             // Every chunk, before it is processed (`onProviderStreamEvent`).
             if let Some(h) = &hooks {

@@ -106,7 +106,15 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         let (aborted, text) = send_error_text(Sdk::OpenAi, e, Some(&prefix));
         (aborted, with_hint(text))
     };
-    let Some((out, resp)) = start_stream(out, req, &options, error_text).await else {
+    let Some((out, resp)) = start_stream(
+        out,
+        req,
+        &options,
+        crate::provider_retry::RetryPolicy::Sdk(crate::provider_error::openai_sdk_message),
+        error_text,
+    )
+    .await
+    else {
         return;
     };
     relay(Flavor::OpenAi, &model, out, resp, &options).await;
@@ -204,7 +212,7 @@ pub(crate) async fn relay(
         Flavor::Azure => "Azure OpenAI Responses stream ended without a stop reason",
         Flavor::Codex => "Codex stream ended without a stop reason",
     };
-    let text = if !st.terminal && flavor != Flavor::Codex {
+    let text = if !st.terminal {
         Some("OpenAI Responses stream ended before a terminal response event".to_string())
     } else if out.msg.stop_reason == StopReason::ToolUse && !st.unfinished.is_empty() {
         let i = st.unfinished[0];

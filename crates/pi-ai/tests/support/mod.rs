@@ -27,6 +27,39 @@ pub struct Reply {
     pub raw_chunks: Vec<Vec<u8>>,
     /// Extra response headers.
     pub headers: Vec<(String, String)>,
+    /// Leave out `connection: close` (an early close then reads differently to the client).
+    pub keep_alive: bool,
+    /// Reset the connection (RST) after this many chunks.
+    pub reset_after: Option<usize>,
+    /// Frame the body with `content-length` (of all chunks) instead of chunked encoding.
+    pub length_body: bool,
+    /// No framing at all: the body ends when the connection closes.
+    pub close_delimited: bool,
+    /// After the chunks, keep sending SSE comments until the client leaves (bounded).
+    pub never_end: bool,
+    /// Answer nothing: `Some(true)` resets the connection, `Some(false)` closes it.
+    pub fail_before_headers: Option<bool>,
+}
+
+/// `<<FILL:c:n>>` in a chunk stands for `n` copies of `c` (how fixtures keep oversized events
+/// small; the recorder expands them the same way).
+pub fn expand_fill(chunk: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(chunk);
+    if !text.contains("<<FILL:") {
+        return chunk.to_vec();
+    }
+    let re = regex::Regex::new(r"<<FILL:(.):(\d+)>>").unwrap();
+    re.replace_all(&text, |c: &regex::Captures| {
+        c[1].repeat(c[2].parse().unwrap())
+    })
+    .into_owned()
+    .into_bytes()
+}
+
+/// Resets `sock`: with SO_LINGER at zero the close sends RST instead of FIN.
+fn reset(sock: TcpStream) {
+    let _ = sock.set_zero_linger();
+    drop(sock);
 }
 
 impl Reply {
@@ -103,6 +136,11 @@ impl Mock {
         self.requests.lock().unwrap().clone()
     }
 
+    /// Drops the replies nobody asked for.
+    pub fn clear(&self) {
+        self.replies.lock().unwrap().clear();
+    }
+
     async fn serve(&self, mut sock: TcpStream) {
         let mut buf = Vec::new();
         let mut tmp = [0u8; 8192];
@@ -148,6 +186,14 @@ impl Mock {
         let reply = self.replies.lock().unwrap().pop_front();
         let reply =
             reply.unwrap_or_else(|| Reply::error(500, "no scripted response", "text/plain"));
+        match reply.fail_before_headers {
+            Some(true) => return reset(sock),
+            Some(false) => {
+                let _ = sock.shutdown().await;
+                return;
+            }
+            None => {}
+        }
         let reason = match reply.status {
             200 => "OK",
             400 => "Bad Request",
@@ -163,9 +209,14 @@ impl Mock {
             .iter()
             .map(|(k, v)| format!("{k}: {v}\r\n"))
             .collect();
+        let conn = if reply.keep_alive {
+            ""
+        } else {
+            "connection: close\r\n"
+        };
         if let Some(b) = &reply.body {
             let out = format!(
-                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{b}",
+                "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\n{extra}content-length: {}\r\n{conn}\r\n{b}",
                 reply.status,
                 reply.content_type,
                 b.len()
@@ -173,26 +224,46 @@ impl Mock {
             let _ = sock.write_all(out.as_bytes()).await;
             return;
         }
+        let chunks: Vec<Vec<u8>> = if reply.raw_chunks.is_empty() {
+            reply
+                .chunks
+                .iter()
+                .map(|c| expand_fill(c.as_bytes()))
+                .collect()
+        } else {
+            reply.raw_chunks.clone()
+        };
+        let framing = if reply.length_body {
+            format!(
+                "content-length: {}\r\n{conn}",
+                chunks.iter().map(Vec::len).sum::<usize>()
+            )
+        } else if reply.close_delimited {
+            "connection: close\r\n".to_string()
+        } else {
+            format!("transfer-encoding: chunked\r\n{conn}")
+        };
         let head = format!(
-            "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+            "HTTP/1.1 {} {reason}\r\ncontent-type: {}\r\n{extra}{framing}\r\n",
             reply.status, reply.content_type
         );
         if sock.write_all(head.as_bytes()).await.is_err() {
             return;
         }
-        let cut = reply.drop_after.or(reply.stall_after);
-        let chunks: Vec<&[u8]> = if reply.raw_chunks.is_empty() {
-            reply.chunks.iter().map(|c| c.as_bytes()).collect()
-        } else {
-            reply.raw_chunks.iter().map(Vec::as_slice).collect()
-        };
+        let chunked = !reply.length_body && !reply.close_delimited;
+        let cut = reply.drop_after.or(reply.stall_after).or(reply.reset_after);
         for (i, c) in chunks.iter().enumerate() {
             if cut.is_some_and(|n| i >= n) {
                 break;
             }
-            let mut frame = format!("{:x}\r\n", c.len()).into_bytes();
+            let mut frame = Vec::new();
+            if chunked {
+                frame.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            }
             frame.extend_from_slice(c);
-            frame.extend_from_slice(b"\r\n");
+            if chunked {
+                frame.extend_from_slice(b"\r\n");
+            }
             if sock.write_all(&frame).await.is_err() {
                 return;
             }
@@ -201,13 +272,116 @@ impl Mock {
                 tokio::time::sleep(reply.gap).await;
             }
         }
+        if reply.reset_after.is_some() {
+            return reset(sock);
+        }
+        if reply.never_end {
+            let ping: &[u8] = if chunked {
+                b"8\r\n: ping\n\n\r\n"
+            } else {
+                b": ping\n\n"
+            };
+            for _ in 0..300 {
+                if sock.write_all(ping).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            return;
+        }
         if reply.stall_after.is_some() {
             // Hold the connection until the client gives up (bounded).
             let _ = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut tmp)).await;
             return;
         }
-        if reply.drop_after.is_none() {
+        if reply.drop_after.is_some() {
+            // Both ways, as a server that gives up on the connection does.
+            let _ = sock.shutdown().await;
+            if let Ok(std) = sock.into_std() {
+                let _ = std.shutdown(std::net::Shutdown::Both);
+            }
+            return;
+        }
+        if chunked {
             let _ = sock.write_all(b"0\r\n\r\n").await;
         }
     }
+}
+
+/// The reply a recorded response (`tests/fixtures/<api>/*.json`, `responses[i]`) stands for.
+pub fn reply_from(r: &serde_json::Value) -> Reply {
+    let flag = |key: &str| {
+        r.get(key)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+    };
+    let headers: Vec<(String, String)> = r
+        .get("headers")
+        .and_then(serde_json::Value::as_object)
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    match r.get("fault").and_then(serde_json::Value::as_str) {
+        Some("reset_before_headers") => {
+            return Reply {
+                fail_before_headers: Some(true),
+                ..Reply::default()
+            };
+        }
+        Some("close_before_headers") => {
+            return Reply {
+                fail_before_headers: Some(false),
+                ..Reply::default()
+            };
+        }
+        _ => {}
+    }
+    if let Some(b) = r.get("body") {
+        let mut reply = Reply::error(
+            r["status"].as_u64().unwrap() as u16,
+            b.as_str().unwrap(),
+            r.get("content_type")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("application/json"),
+        );
+        reply.headers = headers;
+        reply.keep_alive = flag("keep_alive");
+        return reply;
+    }
+    let strings = |key: &str| -> Vec<String> {
+        r.get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(|a| a.iter().map(|c| c.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    let mut reply = Reply::sse(strings("chunks"));
+    use base64::Engine as _;
+    reply.raw_chunks = strings("chunks_b64")
+        .iter()
+        .map(|c| base64::engine::general_purpose::STANDARD.decode(c).unwrap())
+        .collect();
+    if let Some(ct) = r.get("content_type").and_then(serde_json::Value::as_str) {
+        reply.content_type = ct.to_string();
+    }
+    reply.drop_after = r
+        .get("drop_after")
+        .and_then(serde_json::Value::as_u64)
+        .map(|n| n as usize);
+    reply.stall_after = r
+        .get("stall_after")
+        .and_then(serde_json::Value::as_u64)
+        .map(|n| n as usize);
+    reply.reset_after = r
+        .get("reset_after")
+        .and_then(serde_json::Value::as_u64)
+        .map(|n| n as usize);
+    reply.headers = headers;
+    reply.keep_alive = flag("keep_alive");
+    reply.length_body = flag("length_body");
+    reply.close_delimited = flag("close_delimited");
+    reply.never_end = flag("never_end");
+    reply
 }

@@ -112,7 +112,7 @@ pub async fn project_trust_pass(
     if sources.is_empty() {
         return pass;
     }
-    let Ok(host) = Host::start(cwd) else {
+    let Ok(host) = start_host(cwd) else {
         return pass;
     };
     host.set_delegate(super::HostDelegate::loading());
@@ -177,7 +177,7 @@ pub async fn load_extensions(
     let extending = pre_trust.is_some();
     let started = match pre_trust {
         Some(host) => Ok(host),
-        None => Host::start(cwd).inspect(|h| h.set_delegate(super::HostDelegate::loading())),
+        None => start_host(cwd).inspect(|h| h.set_delegate(super::HostDelegate::loading())),
     };
     let host = match started {
         Ok(host) => host,
@@ -316,4 +316,14 @@ pub fn needs_hint(errors: &[Diagnostic]) -> bool {
     errors
         .iter()
         .any(|d| d.message.contains("Failed to load extension"))
+}
+
+/// Starts the extension host; its process group is stopped with pi even when pi is killed
+/// outright (Node itself also has the parent-death signal; what extensions start does not).
+fn start_host(cwd: &Path) -> Result<Host, pi_ext_host::StartError> {
+    let host = Host::start(cwd)?;
+    if let Some(pgid) = host.pgid() {
+        pi_tools::shell::reaper::notify(pgid, true);
+    }
+    Ok(host)
 }

@@ -216,6 +216,16 @@ impl RunHooks for Core {
         self.this().and_then(|core| core.ext_provider_hooks())
     }
 
+    fn request_settings(&self) -> pi_agent::RequestSettings {
+        let s = self.settings();
+        let ms = |v: f64| std::time::Duration::from_millis(v.max(0.0) as u64);
+        pi_agent::RequestSettings {
+            idle_timeout: Some(std::time::Duration::from_millis(s.http_idle_timeout_ms)),
+            max_retries: s.retry.provider_max_retries.map(|n| n.max(0.0) as u32),
+            max_retry_delay: Some(ms(s.retry.provider_max_retry_delay_ms)),
+        }
+    }
+
     fn transform_context<'a>(
         &'a self,
         messages: Vec<SharedMessage>,

@@ -90,6 +90,11 @@ impl Pi {
         std::fs::read_to_string(self._home.path.join("stderr.txt")).unwrap_or_default()
     }
 
+    /// The home directory pi runs in (its working directory too).
+    pub fn home(&self) -> &std::path::Path {
+        &self._home.path
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

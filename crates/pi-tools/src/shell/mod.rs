@@ -5,6 +5,7 @@ pub mod accumulator;
 pub mod env;
 pub mod executor;
 pub mod process;
+pub mod reaper;
 pub mod sanitize;
 
 pub use executor::{BashRequest, execute_bash};

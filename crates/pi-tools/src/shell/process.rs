@@ -67,6 +67,9 @@ fn track(pgid: i32, running: bool) {
     } else {
         set.remove(&pgid);
     }
+    drop(guard);
+    // Also when pi itself is killed: the reaper stops the groups still running then.
+    super::reaper::notify(pgid, running);
 }
 
 /// Kills the process groups of every command still running (for SIGTERM/SIGHUP handling).
