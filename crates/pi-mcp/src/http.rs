@@ -55,6 +55,9 @@ pub struct HttpSession {
     /// The token of the latest request, which the closing `DELETE` reuses.
     last_token: Mutex<Option<String>>,
     get_stream_started: AtomicBool,
+    /// Set once the first `GET` has had its answer (or failed): a close waits for it, so the
+    /// server sees the stream Pi's client opens at once even when the session ends right away.
+    get_stream_answered: watch::Sender<bool>,
     delivery: OnceLock<Delivery>,
     stop: CancellationToken,
 }
@@ -160,6 +163,7 @@ impl HttpSession {
             auth,
             last_token: Mutex::new(None),
             get_stream_started: AtomicBool::new(false),
+            get_stream_answered: watch::channel(false).0,
             delivery: OnceLock::new(),
             stop: CancellationToken::new(),
         }))
@@ -537,7 +541,9 @@ impl HttpSession {
         let mut cursor = Cursor::default();
         let mut attempt: u32 = 0;
         while !self.stop.is_cancelled() {
-            match self.open_sse_stream(cursor.last_event_id.clone()).await {
+            let opened = self.open_sse_stream(cursor.last_event_id.clone()).await;
+            self.get_stream_answered.send_replace(true);
+            match opened {
                 Ok(None) => return,
                 Ok(Some(stream)) => {
                     let opened = Instant::now();
@@ -573,6 +579,10 @@ impl HttpSession {
     /// Ends the session (`DELETE` with the last token, at most a second) and marks the
     /// connection closed.
     pub async fn close(&self) {
+        if self.get_stream_started.load(Ordering::SeqCst) {
+            let mut answered = self.get_stream_answered.subscribe();
+            let _ = tokio::time::timeout(Duration::from_secs(1), answered.wait_for(|a| *a)).await;
+        }
         self.stop.cancel();
         if lock(&self.session_id).is_some() {
             let token = lock(&self.last_token).clone();
