@@ -469,7 +469,20 @@ pub(crate) fn tool_turn_run_with(
     args.extend(MODEL_ARGS);
     args.extend(["--tools", ALL_TOOLS]);
     args.extend(extra);
-    let mut agent = Agent::spawn(t, &sb, cwd, &args)?;
+    two_turns(ctx, t, &sb, cwd, &args, calls)
+}
+
+/// The two turns of [`tool_turn_run`] in a sandbox the caller prepared, with `args` whole (the
+/// mock must be reset first).
+pub(crate) fn two_turns(
+    ctx: &Ctx,
+    t: &Target,
+    sb: &pi_test_support::conformance::sandbox::Sandbox,
+    cwd: &Path,
+    args: &[&str],
+    calls: &dyn Fn(usize) -> Vec<Step>,
+) -> Res<(f64, Vec<String>)> {
+    let mut agent = Agent::spawn(t, sb, cwd, args)?;
     let r = (|| {
         agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
         agent.response("ready", Duration::from_secs(30))?;

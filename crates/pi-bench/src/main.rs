@@ -184,6 +184,16 @@ fn notes<T>(row: &mut Row, ours: &Side<T>, reference: Option<&Side<T>>) {
     }
 }
 
+/// A milliseconds row (lower is better) from the two sides of a figure.
+fn ms_row(title: &str, sides: &[Side<f64>]) -> Row {
+    let (o, r) = (&sides[0], &sides[1]);
+    let mut row = Row::new(title, "ms", Better::Lower);
+    row.ours = o.samples.clone();
+    row.reference = Some(r.samples.clone());
+    notes(&mut row, o, Some(r));
+    row
+}
+
 fn main() {
     if let Ok(port) = std::env::var(relay::PORT_ENV) {
         relay::run(&port);
@@ -319,16 +329,10 @@ fn run(cli: Cli) -> Result<(), String> {
         std::fs::create_dir_all(&cache).map_err(|e| e.to_string())?;
         let node_path = ctx.reference.path_env.clone();
         let sides = ext_figures::ready_extension(&ctx, &node_path, &cache);
-        let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        rows.push(ms_row(
             "ready with one trivial extension (`-e`, a command): spawn → first `get_state` response",
-            "ms",
-            Better::Lower,
-        );
-        row.ours = o.samples.clone();
-        row.reference = Some(r.samples.clone());
-        notes(&mut row, o, Some(r));
-        rows.push(row);
+            &sides,
+        ));
         let sides = ext_figures::tool_gate(&ctx, &node_path, &cache)?;
         // Per call: (turn with the gate − turn without) / 8, round by round.
         let per_call = |without: &Side<f64>, with: &Side<f64>| -> Vec<f64> {
@@ -353,27 +357,15 @@ fn run(cli: Cli) -> Result<(), String> {
     if want("mcp") {
         eprintln!("ready with an MCP server; a codemode script making 100 MCP calls");
         let sides = mcp_figures::ready_mcp(&ctx);
-        let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        rows.push(ms_row(
             "ready with one stdio MCP server in `mcp.json`: spawn → first `get_state` response",
-            "ms",
-            Better::Lower,
-        );
-        row.ours = o.samples.clone();
-        row.reference = Some(r.samples.clone());
-        notes(&mut row, o, Some(r));
-        rows.push(row);
+            &sides,
+        ));
         let sides = mcp_figures::codemode_calls(&ctx);
-        let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        rows.push(ms_row(
             "codemode script making 100 sequential MCP tool calls (stdio server): tool-call message end → next request",
-            "ms",
-            Better::Lower,
-        );
-        row.ours = o.samples.clone();
-        row.reference = Some(r.samples.clone());
-        notes(&mut row, o, Some(r));
-        rows.push(row);
+            &sides,
+        ));
     }
 
     if want("packages") {
@@ -381,16 +373,10 @@ fn run(cli: Cli) -> Result<(), String> {
         let cache = ctx.data.join("cache-ours");
         std::fs::create_dir_all(&cache).map_err(|e| e.to_string())?;
         let sides = figures::ready_packages(&ctx, &ctx.reference.path_env.clone(), &cache);
-        let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        rows.push(ms_row(
             "ready with 3 installed packages (npm ×2, git; an extension, a skill and a prompt each): spawn → `get_commands` response",
-            "ms",
-            Better::Lower,
-        );
-        row.ours = o.samples.clone();
-        row.reference = Some(r.samples.clone());
-        notes(&mut row, o, Some(r));
-        rows.push(row);
+            &sides,
+        ));
     }
 
     if want("stream") {
@@ -473,16 +459,10 @@ fn run(cli: Cli) -> Result<(), String> {
     if want("tool") {
         eprintln!("tool turn (8 parallel calls)");
         let sides = figures::tool_turn(&ctx)?;
-        let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        rows.push(ms_row(
             "tool turn: 8 parallel calls (read×2, grep×2, find, ls, bash×2), tool-call message → next request",
-            "ms",
-            Better::Lower,
-        );
-        row.ours = o.samples.clone();
-        row.reference = Some(r.samples.clone());
-        notes(&mut row, o, Some(r));
-        rows.push(row);
+            &sides,
+        ));
     }
 
     if want("listing") {

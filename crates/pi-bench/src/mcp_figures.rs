@@ -2,15 +2,13 @@
 //! 100 calls to the server's tool. Both sides talk to the same small stdio server (a Python
 //! script written into the data folder: no build, and it starts the same way for both).
 
-use std::sync::mpsc::channel;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pi_test_support::mock::Reply;
 use pi_test_support::mock::script::tool_call;
 use serde_json::json;
 
 use crate::agent::{Agent, Res, Target, sandbox};
-use crate::figures::{Ctx, MODEL_ARGS, Side, alternate, is_settled, ms, rounds};
+use crate::figures::{Ctx, MODEL_ARGS, Side, alternate, ms, rounds, two_turns};
 use pi_test_support::conformance::sandbox::Sandbox;
 
 /// A line-delimited JSON-RPC MCP server with one tool, `echo`.
@@ -108,57 +106,19 @@ fn codemode_run(ctx: &Ctx, t: &Target) -> Res<f64> {
     configure(ctx, &sb)?;
     let mut args = vec!["--no-session"];
     args.extend(MODEL_ARGS);
-    let mut agent = Agent::spawn(t, &sb, &sb.work, &args)?;
-    let r = (|| {
-        agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
-        agent.response("ready", Duration::from_secs(30))?;
-        let (etx, erx) = channel();
-        for turn in 0..2 {
-            let call = tool_call(&format!("cm_{turn}"), "codemode", json!({ "code": SCRIPT }));
-            let reply = Reply::stream(vec![call]);
-            let etx = etx.clone();
-            let n = 2 * turn + 1;
-            ctx.mock.push(Box::new(move |r, _| {
-                let end = r.reply(&reply, n)?;
-                let _ = etx.send(end);
-                Ok(())
-            }));
-            ctx.mock.push(Box::new(move |r, _| {
-                r.reply(&Reply::text("done"), n + 1).map(|_| ())
-            }));
-        }
-        let mut ends = Vec::new();
-        let mut result = String::new();
-        for turn in 0..2 {
-            agent.send(&format!(
-                r#"{{"id":"c{turn}","type":"prompt","message":"call the server"}}"#
-            ))?;
-            let deadline = Instant::now() + Duration::from_secs(120);
-            loop {
-                let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
-                if line.text.starts_with("{\"type\":\"tool_execution_end\"") {
-                    result = line.text;
-                } else if is_settled(&line.text) {
-                    break;
-                }
-            }
-            ends.push(
-                erx.recv_timeout(Duration::from_secs(1))
-                    .map_err(|_| "the mock sent no tool-call message".to_string())?,
-            );
-        }
-        if !result.contains("100") {
-            return Err(format!(
-                "the script did not make 100 calls: {}",
-                &result[..result.len().min(300)]
-            ));
-        }
-        let mut arrivals = Vec::new();
-        for _ in 0..4 {
-            arrivals.push(ctx.mock.arrival(Duration::from_secs(1))?.2);
-        }
-        Ok(ms(arrivals[3].saturating_duration_since(ends[1])))
-    })();
-    agent.stop();
-    r
+    let call = |turn: usize| {
+        vec![tool_call(
+            &format!("cm_{turn}"),
+            "codemode",
+            json!({ "code": SCRIPT }),
+        )]
+    };
+    let (ms, results) = two_turns(ctx, t, &sb, &sb.work, &args, &call)?;
+    match results.first() {
+        Some(r) if r.contains("100") => Ok(ms),
+        r => Err(format!(
+            "the script did not make 100 calls: {}",
+            r.map(|r| &r[..r.len().min(300)]).unwrap_or("no result")
+        )),
+    }
 }
