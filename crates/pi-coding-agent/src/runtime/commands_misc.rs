@@ -188,13 +188,9 @@ impl Runtime {
 
     /// Runs `/llama` outside the terminal UI: Pi's warning notice.
     pub async fn run_llama_command(&self) {
-        use pi_protocol::extension_ui::{ExtensionUiRequest, NotifyType, UiRequest};
-        let request = ExtensionUiRequest::new(
-            pi_session::ids::uuid_v4(),
-            UiRequest::Notify {
-                message: "/llama is available in interactive mode".into(),
-                notify_type: Some(NotifyType::Warning),
-            },
+        let request = super::mcp::notify_request(
+            "/llama is available in interactive mode".into(),
+            pi_mcp::Notice::Warning,
         );
         self.core.write(&request).await;
     }

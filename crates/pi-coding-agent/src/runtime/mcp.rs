@@ -387,18 +387,7 @@ impl Core {
     }
 
     fn notify(&self, message: String, kind: Notice) {
-        let notify_type = match kind {
-            Notice::Info => NotifyType::Info,
-            Notice::Warning => NotifyType::Warning,
-            Notice::Error => NotifyType::Error,
-        };
-        let request = ExtensionUiRequest::new(
-            pi_session::ids::uuid_v4(),
-            UiRequest::Notify {
-                message,
-                notify_type: Some(notify_type),
-            },
-        );
+        let request = notify_request(message, kind);
         if let Some(core) = self.this() {
             tokio::spawn(async move { core.write(&request).await });
         }
@@ -502,18 +491,7 @@ impl McpHost for Core {
     fn notify_now(&self, message: String, kind: Notice) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let Some(core) = self.this() else { return };
-            let notify_type = match kind {
-                Notice::Info => NotifyType::Info,
-                Notice::Warning => NotifyType::Warning,
-                Notice::Error => NotifyType::Error,
-            };
-            let request = ExtensionUiRequest::new(
-                pi_session::ids::uuid_v4(),
-                UiRequest::Notify {
-                    message,
-                    notify_type: Some(notify_type),
-                },
-            );
+            let request = notify_request(message, kind);
             core.write(&request).await;
         })
     }
@@ -694,18 +672,7 @@ impl RpcUi {
 impl pi_mcp::command::CommandUi for RpcUi {
     fn notify(&self, message: String, kind: Notice) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let notify_type = match kind {
-                Notice::Info => NotifyType::Info,
-                Notice::Warning => NotifyType::Warning,
-                Notice::Error => NotifyType::Error,
-            };
-            let request = ExtensionUiRequest::new(
-                pi_session::ids::uuid_v4(),
-                UiRequest::Notify {
-                    message,
-                    notify_type: Some(notify_type),
-                },
-            );
+            let request = notify_request(message, kind);
             self.core.write(&request).await;
         })
     }
@@ -752,4 +719,20 @@ impl pi_mcp::command::CommandUi for RpcUi {
     fn servers_changed(&self) {
         self.core.ensure_discovery_active(&self.manager);
     }
+}
+
+/// An `extension_ui_request` notice, as the built-in extensions' notices go out.
+pub(super) fn notify_request(message: String, kind: Notice) -> ExtensionUiRequest {
+    let notify_type = match kind {
+        Notice::Info => NotifyType::Info,
+        Notice::Warning => NotifyType::Warning,
+        Notice::Error => NotifyType::Error,
+    };
+    ExtensionUiRequest::new(
+        pi_session::ids::uuid_v4(),
+        UiRequest::Notify {
+            message,
+            notify_type: Some(notify_type),
+        },
+    )
 }
