@@ -114,7 +114,8 @@ fn codemode_run(ctx: &Ctx, t: &Target) -> Res<f64> {
         )]
     };
     let (ms, results) = two_turns(ctx, t, &sb, &sb.work, &args, &call)?;
-    match results.first() {
+    // Nested tool calls end first; the codemode call itself ends last.
+    match results.last() {
         Some(r) if r.contains("100") => Ok(ms),
         r => Err(format!(
             "the script did not make 100 calls: {}",

@@ -463,10 +463,15 @@ impl McpHost for Core {
             .agent()
             .map(|a| {
                 a.with_state(|s| {
-                    pi_agent::transcript::current_tools(s.messages.iter().map(|m| &**m))
-                        .into_iter()
-                        .map(|t| t.name)
-                        .collect()
+                    pi_agent::transcript::current_tools(
+                        s.messages
+                            .iter()
+                            .filter(|m| m.role() == "system")
+                            .map(|m| &**m),
+                    )
+                    .into_iter()
+                    .map(|t| t.name)
+                    .collect()
                 })
             })
             .unwrap_or_default();

@@ -317,10 +317,15 @@ impl Runtime {
                 .branch_entries(None)
                 .into_iter()
                 .filter_map(|e| match e {
-                    pi_protocol::session_entry::SessionEntry::Message(m) => match &*m.message {
-                        pi_protocol::message::AgentMessage::System(s) => Some(s.clone()),
-                        _ => None,
-                    },
+                    // Only system messages are looked into: the others may stay unparsed.
+                    pi_protocol::session_entry::SessionEntry::Message(m)
+                        if m.message.role() == "system" =>
+                    {
+                        match &*m.message {
+                            pi_protocol::message::AgentMessage::System(s) => Some(s.clone()),
+                            _ => None,
+                        }
+                    }
                     _ => None,
                 })
                 .collect()
