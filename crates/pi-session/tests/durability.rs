@@ -131,9 +131,12 @@ fn appends_survive_sigkill_at_random_points() {
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |p| p + 1);
             let last = bytes[start..bytes.len() - 1].to_vec();
-            let cut = 1 + rng.below(last.len() as u64 - 1) as usize;
-            bytes.extend_from_slice(&last[..cut]);
-            std::fs::write(&file, &bytes).unwrap();
+            // A line of one byte (the stub of an earlier torn write) has no proper prefix.
+            if last.len() >= 2 {
+                let cut = 1 + rng.below(last.len() as u64 - 1) as usize;
+                bytes.extend_from_slice(&last[..cut]);
+                std::fs::write(&file, &bytes).unwrap();
+            }
         }
         biggest = biggest.max(bytes.len());
         if !bytes.is_empty() && !bytes.ends_with(b"\n") {
