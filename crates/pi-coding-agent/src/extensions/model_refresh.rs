@@ -6,6 +6,7 @@
 //! login refreshed first). The list a hook returns replaces the registration's models; what it
 //! publishes with `persist` is written to `models-store.json` (`null` removes the entry).
 
+use crate::runtime::lock;
 use pi_ext_host::Host;
 use pi_registry::ModelRegistry;
 use pi_registry::oauth::store;
@@ -19,12 +20,6 @@ pub(crate) struct RefreshOptions {
     pub providers: Option<Vec<String>>,
     pub allow_network: bool,
     pub force: Option<bool>,
-}
-
-fn lock(registry: &Mutex<ModelRegistry>) -> std::sync::MutexGuard<'_, ModelRegistry> {
-    registry
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Providers whose registration has a `refreshModels` hook, in registration order.
