@@ -97,7 +97,8 @@ fn exported_theme_css(settings: Value, files: &[(&str, &str)], extra_args: &[&st
         "api": "openai-completions", "apiKey": "k", "models": [{"id": "y"}]}}})
     .to_string();
     all.push(("agent/models.json", models.as_str()));
-    let session_text = session_file("/");
+    // The session belongs to the test's folder: Pi runs a session in its own cwd.
+    let session_text = session_file("${PI_TEST_HOME}");
     all.push(("s.jsonl", session_text.as_str()));
     args.extend(["--session", "s.jsonl"]);
     let mut pi = Pi::spawn_with(&args, &[], &all);

@@ -82,16 +82,28 @@ impl Runtime {
 
     /// After a replacement: every extension instance is made anew for the new session (its
     /// module state kept, as Pi keeps the loaded modules), then `session_start`.
-    pub(crate) async fn ext_session_restart(&self, reason: &str, previous: Option<String>) {
+    /// `sources` are the extensions of the new session's cwd (Pi loads them anew with the
+    /// runtime).
+    pub(crate) async fn ext_session_restart(
+        &self,
+        reason: &str,
+        previous: Option<String>,
+        sources: &[crate::resources::extensions::ExtensionSource],
+    ) {
         let Some(host) = self.core.ext.host().cloned() else {
+            // A process that started without extensions gets a host for a project with some.
+            if !self.core.ext.loaded() && !sources.is_empty() {
+                self.ext_start_host(reason, previous, sources).await;
+            }
             return;
         };
         host.notify("invalidate", serde_json::Map::new());
-        let mut params = serde_json::Map::new();
+        let cwd = self.core.cwd();
+        let mut params =
+            super::load::init_params(sources, &self.core.args, &cwd, &self.core.env.agent_dir);
         params.insert("reason".into(), json!(reason));
-        params.insert("cwd".into(), json!(self.core.env.cwd));
         match host.request("reinit", params).await {
-            Ok(value) => self.apply_registrations(value, None),
+            Ok(value) => self.apply_registrations(value, Some(sources)),
             Err(e) => {
                 self.core
                     .ext_error("<host>", "reinit", &e.to_string())
@@ -99,12 +111,61 @@ impl Runtime {
                 return;
             }
         }
+        self.ext_session_started(reason, previous).await;
+    }
+
+    async fn ext_session_started(&self, reason: &str, previous: Option<String>) {
         let mut payload = json!({ "reason": reason });
         if let Some(p) = previous {
             payload["previousSessionFile"] = json!(p);
         }
         self.core.ext_emit("session_start", payload).await;
         self.core.ext_resources_discover("startup").await;
+    }
+
+    /// Starts the extension host for a replacement session whose project has extensions when
+    /// none ran before; without Node each extension is reported and the session goes on.
+    async fn ext_start_host(
+        &self,
+        reason: &str,
+        previous: Option<String>,
+        sources: &[crate::resources::extensions::ExtensionSource],
+    ) {
+        let cwd = self.core.cwd();
+        let host = match super::load::start_host(&cwd) {
+            Ok(host) => host,
+            Err(e) => {
+                let line = format!("Warning: {e}. Extensions are not loaded.");
+                if lock(&self.core.reported_diagnostics).insert(line.clone()) {
+                    eprintln!("{line}");
+                }
+                for s in sources {
+                    self.core
+                        .ext_error(&s.path.display().to_string(), "load", &e.to_string())
+                        .await;
+                }
+                return;
+            }
+        };
+        host.set_delegate(HostDelegate::new(&self.core));
+        if !self.core.ext.adopt_host(host.clone()) {
+            host.kill();
+            return;
+        }
+        let args = &self.core.args;
+        let mut params = super::load::init_params(sources, args, &cwd, &self.core.env.agent_dir);
+        params.insert(
+            "flagValues".into(),
+            json!(super::load::unknown_flag_values(args)),
+        );
+        match host.request("init", params).await {
+            Ok(value) => self.apply_registrations(value, Some(sources)),
+            Err(e) => {
+                self.core.ext_error("<host>", "init", &e.to_string()).await;
+                return;
+            }
+        }
+        self.ext_session_started(reason, previous).await;
     }
 }
 
@@ -295,7 +356,7 @@ impl crate::runtime::Core {
         let result = self
             .ext_emit(
                 "resources_discover",
-                json!({ "cwd": self.env.cwd, "reason": reason }),
+                json!({ "cwd": self.cwd(), "reason": reason }),
             )
             .await;
         let Some(result) = result else { return };
@@ -320,11 +381,12 @@ impl crate::runtime::Core {
         let (skills, prompts) = (entries("skillPaths"), entries("promptPaths"));
         let themes = entries("themePaths");
         let env = &self.env;
+        let cwd = self.cwd();
         if !themes.is_empty() {
             // Themes extensions discover come after the session's own (a name keeps its theme).
             let res = &mut lock(&self.res).resources;
             for t in themes {
-                let path = crate::settings::paths::resolve_path(&t.path, &env.cwd, &env.home);
+                let path = crate::settings::paths::resolve_path(&t.path, &cwd, &env.home);
                 if !res.theme_paths.contains(&path) {
                     res.theme_paths.push(path);
                 }
@@ -336,7 +398,7 @@ impl crate::runtime::Core {
         lock(&self.res).resources.extend_from_extensions(
             &skills,
             &prompts,
-            &env.cwd,
+            &cwd,
             &env.agent_dir,
             &env.home,
         );

@@ -298,7 +298,7 @@ fn flag_diagnostics(
 }
 
 /// The unknown long flags as parsed (`--x=v` and `--x v` give a string, a bare `--x` true).
-fn unknown_flag_values(args: &Args) -> Map<String, Value> {
+pub(crate) fn unknown_flag_values(args: &Args) -> Map<String, Value> {
     args.unknown_flags
         .iter()
         .map(|f| {
@@ -320,7 +320,7 @@ pub fn needs_hint(errors: &[Diagnostic]) -> bool {
 
 /// Starts the extension host; its process group is stopped with pi even when pi is killed
 /// outright (Node itself also has the parent-death signal; what extensions start does not).
-fn start_host(cwd: &Path) -> Result<Host, pi_ext_host::StartError> {
+pub(crate) fn start_host(cwd: &Path) -> Result<Host, pi_ext_host::StartError> {
     let host = Host::start(cwd)?;
     if let Some(pgid) = host.pgid() {
         pi_tools::shell::reaper::notify(pgid, true);

@@ -43,12 +43,13 @@ use pi_ext_host::Host;
 use pi_protocol::tool::AgentToolResult;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// The loaded extensions of a session; empty (and free) when none are configured.
 #[derive(Default)]
 pub struct Extensions {
-    host: Option<Host>,
+    /// Set at startup, or later when a session of a project with extensions is switched to.
+    host: OnceLock<Host>,
     /// Set when the host died: everything goes on without extensions.
     gone: AtomicBool,
     registrations: Mutex<Registrations>,
@@ -74,8 +75,12 @@ impl Extensions {
     pub fn new(host: Option<Host>, registrations: Registrations) -> Extensions {
         let streams = Arc::new(provider_stream::StreamRoutes::default());
         streams.set_host(host.clone());
+        let cell = OnceLock::new();
+        if let Some(host) = host {
+            let _ = cell.set(host);
+        }
         Extensions {
-            host,
+            host: cell,
             registrations: Mutex::new(registrations),
             streams,
             ..Extensions::default()
@@ -114,13 +119,22 @@ impl Extensions {
     /// The running host, if extensions are loaded and it is alive.
     pub fn host(&self) -> Option<&Host> {
         self.host
-            .as_ref()
+            .get()
             .filter(|h| h.is_alive() && !self.gone.load(Ordering::SeqCst))
     }
 
     /// Whether any extension is loaded (even if its host has died since).
     pub fn loaded(&self) -> bool {
-        self.host.is_some()
+        self.host.get().is_some()
+    }
+
+    /// Takes a host started after startup; false when one was already there.
+    pub(crate) fn adopt_host(&self, host: Host) -> bool {
+        if self.host.set(host.clone()).is_err() {
+            return false;
+        }
+        self.streams.set_host(Some(host));
+        true
     }
 
     /// An extension-started prompt begins (counted until its preflight ends).
@@ -203,7 +217,7 @@ impl Extensions {
 
     /// Ends the host (process group) at shutdown.
     pub fn kill(&self) {
-        if let Some(host) = &self.host {
+        if let Some(host) = self.host.get() {
             host.kill();
         }
     }

@@ -27,11 +27,12 @@ impl Runtime {
         host.notify("invalidate", serde_json::Map::new());
 
         let env = &self.core.env;
+        let cwd = self.core.cwd();
         let mut startup = SettingsManager::load(&env.cwd, &env.agent_dir, true);
         let (res, diagnostics) = SessionResources::load(
             &self.core.args,
             Locations {
-                cwd: &env.cwd,
+                cwd: &cwd,
                 agent_dir: &env.agent_dir,
                 home: &env.home,
                 process_cwd: &env.cwd,
@@ -51,7 +52,7 @@ impl Runtime {
         let sources = res.extensions.clone();
         *lock(&self.core.res) = res;
 
-        let params = super::load::init_params(&sources, &self.core.args, &env.cwd, &env.agent_dir);
+        let params = super::load::init_params(&sources, &self.core.args, &cwd, &env.agent_dir);
         match host.request("reload", params).await {
             Ok(value) => self.apply_registrations(value, Some(&sources)),
             Err(e) => {

@@ -52,7 +52,8 @@ impl Runtime {
         let env = &self.core.env;
         let cwd = match &params.cwd {
             Some(c) => pi_session::paths::resolve_path(c, &env.cwd, &env.home),
-            None => env.cwd.clone(),
+            // The session's project (another one's after a switch).
+            None => self.core.cwd(),
         };
         let request = ListRequest {
             scope: SessionScope {

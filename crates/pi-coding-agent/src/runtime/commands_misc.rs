@@ -37,7 +37,7 @@ impl Runtime {
         let settings = self.core.settings();
         let request = BashRequest {
             command: command.clone(),
-            cwd: self.core.env.cwd.clone(),
+            cwd: self.core.cwd(),
             shell_path: settings.shell_path.clone().map(Into::into),
             command_prefix: settings.shell_command_prefix.clone(),
             bin_dir: self.core.env.agent_dir.join("bin"),
@@ -108,7 +108,7 @@ impl Runtime {
             serde_json::json!({
                 "command": command,
                 "excludeFromContext": exclude_from_context,
-                "cwd": self.core.env.cwd,
+                "cwd": self.core.cwd(),
             }),
         );
         params.insert("ctx".into(), self.core.ext_ctx());

@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +35,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct McpTools {
     /// `codemode` and `tool_search`, when their built-in extensions load.
     builtin: Mutex<Vec<Arc<dyn AgentTool>>>,
-    manager: OnceLock<Arc<McpManager>>,
+    /// The servers of the session's cwd (replaced when the session moves to another one).
+    manager: Mutex<Option<Arc<McpManager>>>,
     /// The "neither is active" warning was shown (Pi shows it once per session).
     warned_unreachable: AtomicBool,
     /// Registered servers already reported as connected by nothing (no built-in MCP).
@@ -56,8 +57,8 @@ fn builtin_source(name: &str) -> SourceInfo {
 }
 
 impl McpTools {
-    pub fn manager(&self) -> Option<&Arc<McpManager>> {
-        self.manager.get()
+    pub fn manager(&self) -> Option<Arc<McpManager>> {
+        lock(&self.manager).clone()
     }
 
     /// Hands the client's answer to a dialog of `/mcp`; false when the id is not one of ours.
@@ -97,7 +98,7 @@ impl McpTools {
         if let Some(t) = lock(&self.builtin).iter().find(|t| t.name() == name) {
             return catalog.is_allowed(name).then(|| Arc::clone(t));
         }
-        let entry = self.manager.get()?.tool(name)?;
+        let entry = self.manager()?.tool(name)?;
         Self::mcp_registered(name, catalog).then_some(entry.tool)
     }
 
@@ -107,7 +108,7 @@ impl McpTools {
             .map(|t| t.name().to_string())
             .filter(|n| catalog.is_allowed(n))
             .collect();
-        if let Some(m) = self.manager.get() {
+        if let Some(m) = self.manager() {
             names.extend(
                 m.tools()
                     .into_iter()
@@ -119,8 +120,7 @@ impl McpTools {
     }
 
     pub fn is_hidden(&self, name: &str) -> bool {
-        self.manager
-            .get()
+        self.manager()
             .and_then(|m| m.tool(name))
             .is_some_and(|t| t.exposure == "hidden")
     }
@@ -130,7 +130,7 @@ impl McpTools {
         if lock(&self.builtin).iter().any(|t| t.name() == name) {
             return Some("model-only");
         }
-        self.manager.get()?.tool(name).map(|t| t.exposure)
+        self.manager()?.tool(name).map(|t| t.exposure)
     }
 
     pub fn prompt(&self, name: &str) -> Option<ToolPrompt> {
@@ -148,7 +148,7 @@ impl McpTools {
                 ),
                 guidelines: Vec::new(),
             }),
-            _ => self.manager.get()?.tool(name).map(|_| ToolPrompt {
+            _ => self.manager()?.tool(name).map(|_| ToolPrompt {
                 name: name.into(),
                 ..ToolPrompt::default()
             }),
@@ -166,9 +166,9 @@ impl McpTools {
             "parameters": decl.parameters,
             "exposure": exposure,
         });
-        if let Some(entry) = self.manager.get().and_then(|m| m.tool(name)) {
+        if let Some(entry) = self.manager().and_then(|m| m.tool(name)) {
             if let Some((ns, description, instructions)) =
-                self.manager.get().and_then(|m| m.namespace_of(name))
+                self.manager().and_then(|m| m.namespace_of(name))
             {
                 let mut namespace = json!({"name": ns});
                 if let Some(d) = description {
@@ -222,6 +222,13 @@ impl Core {
         if no_mcp || !has("builtin:mcp") || replaced {
             return Vec::new();
         }
+        self.start_manager()
+    }
+
+    /// Reads the MCP configuration of the session's cwd and connects its servers (in the
+    /// background); returns the discovery tools to activate.
+    fn start_manager(self: &Arc<Self>) -> Vec<String> {
+        let catalog = &self.tools;
         let (cwd, agent_dir, trusted) = {
             let res = lock(&self.res);
             (
@@ -235,10 +242,23 @@ impl Core {
         // Servers the extensions registered while loading connect with the configured ones.
         let registered = self.ext.registrations().mcp_servers.clone();
         manager.set_extension_servers(&registered);
-        let _ = catalog.mcp.manager.set(Arc::clone(&manager));
+        *lock(&catalog.mcp.manager) = Some(Arc::clone(&manager));
         let activate = self.discovery_tools(&manager);
         manager.start(Arc::downgrade(self) as Weak<dyn McpHost>);
         activate
+    }
+
+    /// The session moved to another cwd: its MCP servers replace the previous ones (Pi's
+    /// MCP extension is made anew with the runtime). Nothing when MCP is off.
+    pub(crate) async fn restart_mcp(self: &Arc<Self>) {
+        let Some(old) = self.tools.mcp.manager() else {
+            return;
+        };
+        old.shutdown().await;
+        let activate = self.start_manager();
+        if !activate.is_empty() {
+            self.change_active(&activate, &[]);
+        }
     }
 
     /// `codemode` for servers with codemode exposure (unless `autoEnableCodemode` is false),
@@ -300,7 +320,7 @@ impl Core {
     /// A new generation of extensions loaded (`reinit`, `reload`): its registrations replace
     /// the previous generation's.
     pub(crate) fn mcp_registrations_loaded(&self) {
-        if let Some(m) = self.tools.mcp.manager().cloned() {
+        if let Some(m) = self.tools.mcp.manager() {
             let registered = self.ext.registrations().mcp_servers.clone();
             m.set_extension_servers(&registered);
             self.ensure_discovery_active(&m);
@@ -396,7 +416,7 @@ impl Core {
     /// Before a prompt starts: the first one waits for servers with `direct` tools; servers
     /// signed in meanwhile outside the session (`pi mcp login`) connect again.
     pub(crate) async fn mcp_before_prompt(&self) {
-        if let Some(m) = self.tools.mcp.manager().cloned() {
+        if let Some(m) = self.tools.mcp.manager() {
             m.wait_for_direct_servers().await;
             m.reconnect_signed_in().await;
             self.ensure_discovery_active(&m);
@@ -425,7 +445,7 @@ impl Core {
     }
 
     pub(crate) async fn shutdown_mcp(&self) {
-        if let Some(m) = self.tools.mcp.manager().cloned() {
+        if let Some(m) = self.tools.mcp.manager() {
             m.shutdown().await;
         }
     }
@@ -534,7 +554,7 @@ impl ToolSearchHost for Core {
 
     fn wait_ready(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
-            if let Some(m) = self.tools.mcp.manager().cloned() {
+            if let Some(m) = self.tools.mcp.manager() {
                 m.wait_for_tool(TOOL_SEARCH_TOOL_NAME, true).await;
             }
         })
@@ -544,7 +564,7 @@ impl ToolSearchHost for Core {
 impl codemode::CodemodeHost for Core {
     fn callable(&self) -> Vec<codemode::CallableTool> {
         let mut out: Vec<codemode::CallableTool> = Vec::new();
-        let manager = self.tools.mcp.manager().cloned();
+        let manager = self.tools.mcp.manager();
         let namespace = |name: &str| manager.as_ref().and_then(|m| m.namespace_of(name));
         let active: Vec<Arc<dyn AgentTool>> = self
             .agent()
@@ -579,7 +599,7 @@ impl codemode::CodemodeHost for Core {
 
     fn wait_ready<'a>(&'a self, code: &'a str) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
-            if let Some(m) = self.tools.mcp.manager().cloned() {
+            if let Some(m) = self.tools.mcp.manager() {
                 m.wait_for_script(code).await;
             }
         })
@@ -633,7 +653,7 @@ impl Runtime {
 
     /// Runs `/mcp` (Pi's non-TUI form: a status notice, or login/logout/reconnect).
     pub async fn run_mcp_command(&self, args: &str) {
-        let Some(m) = self.core.tools.mcp.manager().cloned() else {
+        let Some(m) = self.core.tools.mcp.manager() else {
             return;
         };
         let ui = RpcUi {

@@ -14,6 +14,7 @@ mod local_model;
 mod mcp;
 mod model_cmds;
 mod prompt;
+mod rebind;
 mod replace;
 mod retry;
 mod session_cmds;
@@ -116,6 +117,11 @@ pub(crate) struct Core {
     pub scoped_models: Vec<ScopedModel>,
     /// The command line, for what is loaded again later (`ctx.reload()`).
     pub args: crate::cli::Args,
+    /// `--approve`/`--no-approve` as given (`args` may hold an extension's decision for the
+    /// startup cwd instead).
+    pub cli_trust_override: Option<bool>,
+    /// Diagnostics printed so far, each printed once (Pi's `takeUnreportedDiagnostics`).
+    pub reported_diagnostics: Mutex<std::collections::HashSet<String>>,
     /// The CLI's model request, re-run against each new session (Pi rebuilds its runtime).
     pub startup_request: pi_registry::StartupRequest,
     pub tool_session: SessionHandle,

@@ -42,6 +42,11 @@ impl Runtime {
             .map(|p| p.to_string_lossy().into_owned());
         self.ext_session_shutdown(reason.as_str(), target_file)
             .await;
+        let cwd = match store.cwd() {
+            c if c.as_os_str().is_empty() => self.core.cwd(),
+            c => c.to_path_buf(),
+        };
+        let sources = self.rebind_services(&cwd).await;
         let has_thinking_entry = store
             .branch_entries(None)
             .iter()
@@ -104,7 +109,7 @@ impl Runtime {
         }
         self.set_active_tools_by_name(&names);
         self.restore_tools_from_transcript(true);
-        self.ext_session_restart(reason.as_str(), previous_file)
+        self.ext_session_restart(reason.as_str(), previous_file, &sources)
             .await;
     }
 
@@ -157,7 +162,7 @@ impl Runtime {
             return Err(format!(
                 "Stored session working directory does not exist: {}{file}\nCurrent working directory: {}",
                 session_cwd.display(),
-                self.core.env.cwd.display()
+                self.core.cwd().display()
             ));
         }
         self.replace_session(store, Reason::Resume).await;

@@ -189,6 +189,17 @@ fn open_session(
     SessionStore::create(cwd, &target_dir, with_id()).map_err(fail)
 }
 
+/// The session's stored cwd when it has one (it exists: [`finish_session`] checked), else the
+/// process's.
+fn session_cwd(session: &SessionStore, process_cwd: &Path) -> PathBuf {
+    let stored = session.cwd();
+    if stored.as_os_str().is_empty() {
+        process_cwd.to_path_buf()
+    } else {
+        stored.to_path_buf()
+    }
+}
+
 /// The checks and annotations Pi makes once the session is open: the stored cwd must exist,
 /// and `--name` names the session.
 fn finish_session(args: &Args, session: &mut SessionStore, cwd: &Path) -> Result<(), StartupError> {
@@ -355,14 +366,28 @@ struct Loaded {
     decided_args: Option<Args>,
     /// The session directory chosen (`None`: the default per-cwd one).
     session_dir: Option<PathBuf>,
+    /// The diagnostics printed, so a replacement runtime does not print them again.
+    reported: std::collections::HashSet<String>,
 }
 
 async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     // Pi reads `sessionDir` and `defaultProjectTrust` from settings loaded as if trusted.
     let mut startup_settings = SettingsManager::load(&env.cwd, &env.agent_dir, true);
     let startup_s = startup_settings.settings().clone();
+    // The session comes first: Pi builds the runtime for the session's own cwd (a session
+    // of another project opened with `--session` runs there).
+    let chosen_dir = session_dir(
+        args.session_dir.as_deref(),
+        std::env::var("PI_CODING_AGENT_SESSION_DIR").ok().as_deref(),
+        &startup_s,
+        &env.home,
+    )
+    .map(|d| env.cwd.join(d));
+    let mut session = open_session(args, &env.cwd, &env.agent_dir, chosen_dir.clone())?;
+    finish_session(args, &mut session, &env.cwd)?;
+    let cwd = session_cwd(&session, &env.cwd);
     let at = Locations {
-        cwd: &env.cwd,
+        cwd: &cwd,
         agent_dir: &env.agent_dir,
         home: &env.home,
         process_cwd: &env.cwd,
@@ -374,15 +399,14 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     let mut pre_trust_warnings = Vec::new();
     if let Some((sources, warnings)) = SessionResources::pre_trust_extensions(args, at) {
         pre_trust_warnings = warnings;
-        pass =
-            crate::extensions::project_trust_pass(&sources, args, &env.cwd, &env.agent_dir).await;
+        pass = crate::extensions::project_trust_pass(&sources, args, &cwd, &env.agent_dir).await;
         for w in &pass.warnings {
             eprintln!("Warning: {w}");
         }
         if let Some(trusted) = pass.trusted {
             if pass.remember
                 && let Err(e) = crate::resources::trust::TrustStore::new(&env.agent_dir)
-                    .set(&env.cwd, Some(trusted))
+                    .set(&cwd, Some(trusted))
             {
                 eprintln!("Warning: {e}");
             }
@@ -403,7 +427,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         &res.extensions,
         &res.missing_extensions,
         args,
-        &env.cwd,
+        &cwd,
         &env.agent_dir,
         pass.host.take(),
     )
@@ -418,6 +442,11 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     warn_all(&extensions.flag_errors);
     warn_all(&diagnostics);
     warn_all(&extensions.load_errors);
+    let reported = diagnostics
+        .iter()
+        .chain(&extensions.load_errors)
+        .map(Diagnostic::to_string)
+        .collect();
     for (path, warning) in &res.package_warnings {
         eprintln!("Warning: Extension package \"{path}\": {warning}");
     }
@@ -454,15 +483,6 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         eprintln!("Warning: {p}");
     }
 
-    let chosen_dir = session_dir(
-        args.session_dir.as_deref(),
-        std::env::var("PI_CODING_AGENT_SESSION_DIR").ok().as_deref(),
-        &startup_s,
-        &env.home,
-    )
-    .map(|d| env.cwd.join(d));
-    let mut session = open_session(args, &env.cwd, &env.agent_dir, chosen_dir.clone())?;
-    finish_session(args, &mut session, &env.cwd)?;
     let has_thinking_entry = session.branch_entries(None).iter().any(|e| {
         matches!(
             e,
@@ -515,6 +535,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         context_messages,
         decided_args: trust_args,
         session_dir: chosen_dir,
+        reported,
     })
 }
 
@@ -557,6 +578,7 @@ fn assemble(
         context_messages,
         decided_args,
         session_dir,
+        reported,
     } = loaded;
     let s = res.settings.settings().clone();
     let builtin_extensions = res.builtin_extensions.clone();
@@ -575,10 +597,8 @@ fn assemble(
         ),
         image_limits: None,
     });
-    let mut tools_config = ToolsConfig::new(&env.cwd, &env.agent_dir);
-    tools_config.shell_path = s.shell_path.clone().map(PathBuf::from);
-    tools_config.shell_command_prefix = s.shell_command_prefix.clone();
-    tools_config.auto_resize_images = s.image_auto_resize;
+    let mut tools_config = ToolsConfig::new(&res.cwd, &env.agent_dir);
+    super::tools::apply_shell_settings(&mut tools_config, &s);
     tools_config.session = tool_session.clone();
     let (allowed, excluded) = tool_filters(args);
     let catalog = super::ToolCatalog::new(tools_config, allowed, excluded);
@@ -605,6 +625,8 @@ fn assemble(
         res: Mutex::new(res),
         scoped_models: selection.scoped_models.clone(),
         args: decided_args.unwrap_or_else(|| args.clone()),
+        cli_trust_override: args.project_trust_override,
+        reported_diagnostics: Mutex::new(reported),
         startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),

@@ -16,7 +16,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) type RegisteredTool = (ExtTool, SourceInfo, Arc<dyn AgentTool>);
 
 pub(crate) struct ToolCatalog {
-    config: Arc<ToolsConfig>,
+    /// How built-in tools are made; replaced when the session moves to another cwd.
+    config: Mutex<Arc<ToolsConfig>>,
     /// Tools of Pi's built-in extensions (`codemode`, `tool_search`) and of MCP servers.
     pub(crate) mcp: super::mcp::McpTools,
     built: Mutex<Vec<Arc<dyn AgentTool>>>,
@@ -30,13 +31,28 @@ pub(crate) struct ToolCatalog {
 impl ToolCatalog {
     pub fn new(config: ToolsConfig, allowed: Option<Vec<String>>, excluded: Vec<String>) -> Self {
         ToolCatalog {
-            config: Arc::new(config),
+            config: Mutex::new(Arc::new(config)),
             mcp: super::mcp::McpTools::default(),
             built: Mutex::new(Vec::new()),
             extension: Mutex::new(Vec::new()),
             allowed,
             excluded,
         }
+    }
+
+    /// The configuration built-in tools are made with.
+    pub fn config(&self) -> Arc<ToolsConfig> {
+        Arc::clone(&lock(&self.config))
+    }
+
+    /// The session moved to another working directory (Pi builds its tools anew for the new
+    /// runtime): built-in tools are made again, there, with the new session's shell settings.
+    pub fn rebind(&self, cwd: &std::path::Path, settings: &crate::settings::model::Settings) {
+        let mut config = (*self.config()).clone();
+        config.cwd = cwd.to_path_buf();
+        apply_shell_settings(&mut config, settings);
+        *lock(&self.config) = Arc::new(config);
+        lock(&self.built).clear();
     }
 
     /// Whether `--tools`/`--exclude-tools` keep `name` registered.
@@ -92,7 +108,8 @@ impl ToolCatalog {
         if let Some(tool) = built.iter().find(|t| t.name() == name) {
             return Some(Arc::clone(tool));
         }
-        let tool = pi_tools::build_tool(name, &self.config).ok()?;
+        let config = Arc::clone(&lock(&self.config));
+        let tool = pi_tools::build_tool(name, &config).ok()?;
         built.push(Arc::clone(&tool));
         Some(tool)
     }
@@ -202,6 +219,13 @@ impl ToolCatalog {
     }
 }
 
+/// The settings built-in tools read (`shellPath`, `shellCommandPrefix`, `images.autoResize`).
+pub(crate) fn apply_shell_settings(config: &mut ToolsConfig, s: &crate::settings::model::Settings) {
+    config.shell_path = s.shell_path.clone().map(std::path::PathBuf::from);
+    config.shell_command_prefix = s.shell_command_prefix.clone();
+    config.auto_resize_images = s.image_auto_resize;
+}
+
 impl Runtime {
     /// A built-in tool run for an extension (the tool factories of
     /// `@earendil-works/pi-coding-agent`), in the cwd it was made for. `env` is the whole
@@ -209,7 +233,7 @@ impl Runtime {
     /// progress goes back to the host (`builtin_update`), to the `onUpdate` the extension gave.
     pub(crate) async fn run_builtin_tool(&self, params: &Value) -> Result<Value, String> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-        let mut config = (*self.core.tools.config).clone();
+        let mut config = (*self.core.tools.config()).clone();
         if let Some(cwd) = params.get("cwd").and_then(Value::as_str) {
             config.cwd = cwd.into();
         }

@@ -37,6 +37,8 @@ impl Pi {
         for (name, text) in files {
             let path = home.path.join(name);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            // A session file records its cwd: `${PI_TEST_HOME}` names this run's folder.
+            let text = text.replace("${PI_TEST_HOME}", &home.path.display().to_string());
             std::fs::write(path, text).unwrap();
         }
         let stderr = std::fs::File::create(home.path.join("stderr.txt")).unwrap();

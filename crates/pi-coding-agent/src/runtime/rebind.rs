@@ -1,0 +1,78 @@
+//! The cwd-bound services of a session made anew when the session is replaced.
+//!
+//! Pi builds a whole runtime for every session it switches to (`new_session`,
+//! `switch_session`, `fork`, `clone`): settings, trust, resources (context files, skills,
+//! prompt templates, themes, packages), extensions and MCP servers are those of the new
+//! session's working directory, read again (a skill added meanwhile appears), and the tools and
+//! RPC `bash` run there. We keep the process and the agent, and reload what depends on the cwd.
+
+use super::{Runtime, lock};
+use crate::resources::extensions::ExtensionSource;
+use crate::resources::session::{Locations, SessionResources};
+use crate::settings::SettingsManager;
+use std::path::{Path, PathBuf};
+
+impl Runtime {
+    /// Reads settings and resources again for `cwd` (the new session's). Built-in tools move
+    /// there and the MCP servers of that project replace the others when the cwd changed.
+    /// Returns the extensions to load for it.
+    pub(super) async fn rebind_services(&self, cwd: &Path) -> Vec<ExtensionSource> {
+        let core = &self.core;
+        let previous = core.cwd();
+        let moved = previous != cwd;
+        let env = &core.env;
+        // A trust decision an extension made at startup was for the startup cwd; elsewhere
+        // only the command line's `--approve`/`--no-approve` holds (Pi caches trust by cwd).
+        let mut args = core.args.clone();
+        if cwd != env.cwd {
+            args.project_trust_override = core.cli_trust_override;
+        }
+        // Pi's startup settings (the default project trust) stay the process cwd's.
+        let mut startup = SettingsManager::load(&env.cwd, &env.agent_dir, true);
+        let (res, diagnostics) = SessionResources::load(
+            &args,
+            Locations {
+                cwd,
+                agent_dir: &env.agent_dir,
+                home: &env.home,
+                process_cwd: &env.cwd,
+            },
+            &mut startup,
+        );
+        // Pi reports a replacement runtime's diagnostics once each (an unchanged settings
+        // warning is not repeated on every replacement, nor one startup printed).
+        {
+            let mut reported = lock(&core.reported_diagnostics);
+            for d in &diagnostics {
+                let line = d.to_string();
+                if reported.insert(line.clone()) {
+                    eprintln!("{line}");
+                }
+            }
+            for (path, error) in &res.missing_extensions {
+                let line = format!("Error: Failed to load extension \"{path}\": {error}");
+                if reported.insert(line.clone()) {
+                    eprintln!("{line}");
+                }
+            }
+        }
+        // Resources extensions discover come back with `resources_discover` once they are
+        // made anew.
+        let sources = res.extensions.clone();
+        let settings = res.settings.settings().clone();
+        *lock(&core.res) = res;
+        if moved {
+            core.tools.rebind(cwd, &settings);
+            core.restart_mcp().await;
+        }
+        sources
+    }
+}
+
+impl super::Core {
+    /// The session's working directory (Pi's runtime cwd): where tools and `bash` run and
+    /// whose resources the session has. The process's own cwd is `env.cwd`.
+    pub fn cwd(&self) -> PathBuf {
+        lock(&self.res).cwd.clone()
+    }
+}
