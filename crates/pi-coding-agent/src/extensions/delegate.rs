@@ -170,7 +170,7 @@ impl Delegate for HostDelegate {
                     rt.core.ext.route_streams(&registry);
                     drop(registry);
                     // Pi refreshes the catalog (without network) after every registration.
-                    if let Some(host) = rt.core.ext.host().cloned() {
+                    if let Some(host) = rt.core.ext.host() {
                         let core = rt.core.clone();
                         tokio::spawn(async move {
                             let options = super::model_refresh::RefreshOptions::default();
@@ -328,7 +328,7 @@ impl HostDelegate {
             "navigate_tree" => rt.ext_navigate_tree(&params).await,
             "execute_tool" => rt.ext_execute_tool(&params).await,
             "refresh_models" => {
-                let Some(host) = rt.core.ext.host().cloned() else {
+                let Some(host) = rt.core.ext.host() else {
                     return Ok(json!({ "errors": {} }));
                 };
                 let providers = params.get("providers").and_then(Value::as_array).map(|a| {

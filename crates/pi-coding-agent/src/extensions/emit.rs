@@ -47,7 +47,7 @@ impl Core {
         if !self.ext.handles(event) {
             return None;
         }
-        let host = self.ext.host()?.clone();
+        let host = self.ext.host()?;
         let mut params = Map::new();
         params.insert("event".into(), json!(event));
         params.insert("payload".into(), payload);

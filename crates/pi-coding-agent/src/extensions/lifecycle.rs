@@ -90,7 +90,15 @@ impl Runtime {
         previous: Option<String>,
         sources: &[crate::resources::extensions::ExtensionSource],
     ) {
-        let Some(host) = self.core.ext.host().cloned() else {
+        // The pre-trust pass of a new cwd loaded the extensions that decide its trust: that
+        // host goes on with the project's (Pi's pre-trust runtime becomes the runtime).
+        let pending = lock(&self.core.pending_host).take();
+        if let Some(host) = pending {
+            self.ext_load_in(host, "extend", reason, previous, sources)
+                .await;
+            return;
+        }
+        let Some(host) = self.core.ext.host() else {
             // A process that started without extensions gets a host for a project with some.
             if !self.core.ext.loaded() && !sources.is_empty() {
                 self.ext_start_host(reason, previous, sources).await;
@@ -147,21 +155,33 @@ impl Runtime {
                 return;
             }
         };
+        self.ext_load_in(host, "init", reason, previous, sources)
+            .await;
+    }
+
+    /// Makes `host` the extensions' host (the previous one ends) and loads `sources` in it
+    /// (`init`, or `extend` after a pre-trust pass), then the session starts for them.
+    async fn ext_load_in(
+        &self,
+        host: pi_ext_host::Host,
+        kind: &str,
+        reason: &str,
+        previous: Option<String>,
+        sources: &[crate::resources::extensions::ExtensionSource],
+    ) {
         host.set_delegate(HostDelegate::new(&self.core));
-        if !self.core.ext.adopt_host(host.clone()) {
-            host.kill();
-            return;
-        }
+        self.core.ext.replace_host(host.clone());
+        let cwd = self.core.cwd();
         let args = &self.core.args;
         let mut params = super::load::init_params(sources, args, &cwd, &self.core.env.agent_dir);
         params.insert(
             "flagValues".into(),
             json!(super::load::unknown_flag_values(args)),
         );
-        match host.request("init", params).await {
+        match host.request(kind, params).await {
             Ok(value) => self.apply_registrations(value, Some(sources)),
             Err(e) => {
-                self.core.ext_error("<host>", "init", &e.to_string()).await;
+                self.core.ext_error("<host>", kind, &e.to_string()).await;
                 return;
             }
         }

@@ -43,13 +43,14 @@ use pi_ext_host::Host;
 use pi_protocol::tool::AgentToolResult;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The loaded extensions of a session; empty (and free) when none are configured.
 #[derive(Default)]
 pub struct Extensions {
-    /// Set at startup, or later when a session of a project with extensions is switched to.
-    host: OnceLock<Host>,
+    /// Set at startup; replaced when a session of another project brings its own (Pi's
+    /// pre-trust pass for that cwd), or started then when none ran.
+    host: Mutex<Option<Host>>,
     /// Set when the host died: everything goes on without extensions.
     gone: AtomicBool,
     registrations: Mutex<Registrations>,
@@ -75,12 +76,8 @@ impl Extensions {
     pub fn new(host: Option<Host>, registrations: Registrations) -> Extensions {
         let streams = Arc::new(provider_stream::StreamRoutes::default());
         streams.set_host(host.clone());
-        let cell = OnceLock::new();
-        if let Some(host) = host {
-            let _ = cell.set(host);
-        }
         Extensions {
-            host: cell,
+            host: Mutex::new(host),
             registrations: Mutex::new(registrations),
             streams,
             ..Extensions::default()
@@ -117,24 +114,26 @@ impl Extensions {
     }
 
     /// The running host, if extensions are loaded and it is alive.
-    pub fn host(&self) -> Option<&Host> {
-        self.host
-            .get()
+    pub fn host(&self) -> Option<Host> {
+        lock(&self.host)
+            .clone()
             .filter(|h| h.is_alive() && !self.gone.load(Ordering::SeqCst))
     }
 
     /// Whether any extension is loaded (even if its host has died since).
     pub fn loaded(&self) -> bool {
-        self.host.get().is_some()
+        lock(&self.host).is_some()
     }
 
-    /// Takes a host started after startup; false when one was already there.
-    pub(crate) fn adopt_host(&self, host: Host) -> bool {
-        if self.host.set(host.clone()).is_err() {
-            return false;
+    /// Makes `host` the extensions' host; the previous one (if any) ends.
+    pub(crate) fn replace_host(&self, host: Host) {
+        if let Some(old) = lock(&self.host).replace(host.clone()) {
+            // Its end is no news: nothing reports it or marks the extensions gone.
+            old.set_delegate(HostDelegate::loading());
+            old.kill();
         }
+        self.gone.store(false, Ordering::SeqCst);
         self.streams.set_host(Some(host));
-        true
     }
 
     /// An extension-started prompt begins (counted until its preflight ends).
@@ -217,7 +216,7 @@ impl Extensions {
 
     /// Ends the host (process group) at shutdown.
     pub fn kill(&self) {
-        if let Some(host) = self.host.get() {
+        if let Some(host) = lock(&self.host).as_ref() {
             host.kill();
         }
     }

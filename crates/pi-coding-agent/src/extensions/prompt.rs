@@ -54,7 +54,7 @@ impl Runtime {
     /// [`Runtime::extension_command_answered`].
     pub async fn run_extension_command(&self, name: &str, args: &str) {
         self.core.ext.command_started();
-        let Some(host) = self.core.ext.host().cloned() else {
+        let Some(host) = self.core.ext.host() else {
             return;
         };
         let mut params = Map::new();

@@ -20,7 +20,7 @@ impl Runtime {
         if compacting {
             return Err("Wait for compaction to finish before reloading.".into());
         }
-        let Some(host) = self.core.ext.host().cloned() else {
+        let Some(host) = self.core.ext.host() else {
             return Ok(());
         };
         self.ext_session_shutdown("reload", None).await;

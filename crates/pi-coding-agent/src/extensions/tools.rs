@@ -60,7 +60,6 @@ impl AgentTool for ExtensionTool {
             let host = core
                 .ext
                 .host()
-                .cloned()
                 .ok_or_else(|| ToolError::new("the extension host is not running"))?;
             let id = invocation.tool_call_id.clone();
             core.ext.track_tool(&id, Arc::clone(&invocation.updates));
@@ -97,7 +96,7 @@ impl AgentTool for ExtensionTool {
             return None;
         }
         let core = self.core.upgrade()?;
-        let host = core.ext.host()?.clone();
+        let host = core.ext.host()?;
         let name = self.def.name.clone();
         Some(Box::pin(async move {
             let mut params = Map::new();

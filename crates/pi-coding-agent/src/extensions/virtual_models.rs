@@ -86,7 +86,7 @@ impl Core {
         reason: RouteReason,
     ) -> Result<(Model, Option<ThinkingLevel>), String> {
         let name = format!("Virtual model {}/{}", model.provider, model.id);
-        let Some(host) = self.ext.host().cloned() else {
+        let Some(host) = self.ext.host() else {
             return Err(format!("{name} is not registered."));
         };
         let state = self.virtual_state(model);

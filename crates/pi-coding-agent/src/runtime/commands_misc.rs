@@ -98,7 +98,7 @@ impl Runtime {
         if !self.core.ext.handles("user_bash") {
             return Ok(None);
         }
-        let Some(host) = self.core.ext.host().cloned() else {
+        let Some(host) = self.core.ext.host() else {
             return Ok(None);
         };
         let mut params = serde_json::Map::new();

@@ -120,6 +120,12 @@ pub(crate) struct Core {
     /// `--approve`/`--no-approve` as given (`args` may hold an extension's decision for the
     /// startup cwd instead).
     pub cli_trust_override: Option<bool>,
+    /// Trust decisions extensions made for other cwds than the startup one (Pi caches them by
+    /// cwd for the process's life).
+    pub trust_by_cwd: Mutex<std::collections::HashMap<PathBuf, bool>>,
+    /// The host of a pre-trust pass made for the next session's cwd, to carry on as the
+    /// extensions' host once that session starts.
+    pub pending_host: Mutex<Option<pi_ext_host::Host>>,
     /// Diagnostics printed so far, each printed once (Pi's `takeUnreportedDiagnostics`).
     pub reported_diagnostics: Mutex<std::collections::HashSet<String>>,
     /// The CLI's model request, re-run against each new session (Pi rebuilds its runtime).

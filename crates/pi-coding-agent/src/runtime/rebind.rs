@@ -26,6 +26,9 @@ impl Runtime {
         let mut args = core.args.clone();
         if cwd != env.cwd {
             args.project_trust_override = core.cli_trust_override;
+            if args.project_trust_override.is_none() {
+                args.project_trust_override = self.extension_trust(&args, cwd).await;
+            }
         }
         // Pi's startup settings (the default project trust) stay the process cwd's.
         let mut startup = SettingsManager::load(&env.cwd, &env.agent_dir, true);
@@ -66,6 +69,45 @@ impl Runtime {
             core.restart_mcp().await;
         }
         sources
+    }
+}
+
+impl Runtime {
+    /// Pi's pre-trust pass for a cwd other than the startup one (its decision is kept per
+    /// cwd): `-e` and user-level extensions may decide the project's trust (`project_trust`)
+    /// before the project's own files are read. `None`: nothing decided.
+    async fn extension_trust(&self, args: &crate::cli::Args, cwd: &Path) -> Option<bool> {
+        let core = &self.core;
+        if let Some(t) = lock(&core.trust_by_cwd).get(cwd) {
+            return Some(*t);
+        }
+        let env = &core.env;
+        let at = Locations {
+            cwd,
+            agent_dir: &env.agent_dir,
+            home: &env.home,
+            process_cwd: &env.cwd,
+        };
+        let (sources, _) = SessionResources::pre_trust_extensions(args, at)?;
+        let pass = crate::extensions::project_trust_pass(&sources, args, cwd, &env.agent_dir).await;
+        // That host goes on with the project's extensions (see `ext_session_restart`).
+        if let Some(host) = pass.host
+            && let Some(old) = lock(&core.pending_host).replace(host)
+        {
+            old.kill();
+        }
+        for w in &pass.warnings {
+            eprintln!("Warning: {w}");
+        }
+        let trusted = pass.trusted?;
+        if pass.remember
+            && let Err(e) =
+                crate::resources::trust::TrustStore::new(&env.agent_dir).set(cwd, Some(trusted))
+        {
+            eprintln!("Warning: {e}");
+        }
+        lock(&core.trust_by_cwd).insert(cwd.to_path_buf(), trusted);
+        Some(trusted)
     }
 }
 

@@ -627,6 +627,8 @@ fn assemble(
         args: decided_args.unwrap_or_else(|| args.clone()),
         cli_trust_override: args.project_trust_override,
         reported_diagnostics: Mutex::new(reported),
+        trust_by_cwd: Mutex::default(),
+        pending_host: Mutex::default(),
         startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),

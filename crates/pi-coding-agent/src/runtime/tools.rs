@@ -248,7 +248,7 @@ impl Runtime {
         // An extension's custom operations: the host runs each one for the tool.
         if let (Some(id), Some(host)) = (
             params.get("operationsId").cloned().filter(|v| !v.is_null()),
-            self.core.ext.host().cloned(),
+            self.core.ext.host(),
         ) {
             config.operations = Some(Arc::new(
                 crate::extensions::operations::HostOperations::new(host, id),
@@ -256,7 +256,7 @@ impl Runtime {
         }
         let updates: pi_agent::ToolUpdateSink = match (
             params.get("updateId").cloned().filter(|v| !v.is_null()),
-            self.core.ext.host().cloned(),
+            self.core.ext.host(),
         ) {
             (Some(update_id), Some(host)) => Arc::new(move |partial| {
                 let mut message = serde_json::Map::new();
