@@ -64,6 +64,7 @@ impl Runtime {
         let sources = res.extensions.clone();
         let settings = res.settings.settings().clone();
         *lock(&core.res) = res;
+        self.reload_registry().await;
         if moved {
             core.tools.rebind(cwd, &settings);
             core.restart_mcp().await;
@@ -73,6 +74,29 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Pi's new runtime reads `models.json` and `auth.json` again. The extensions' providers
+    /// and virtual models stay registered until their next generation replaces them, and
+    /// registered providers restore their stored catalogs (no network), as at startup.
+    async fn reload_registry(&self) {
+        let core = &self.core;
+        let (mut registry, problems) = super::startup::load_registry(&core.env);
+        // Their rejections were reported when they registered.
+        let _ = super::startup::apply_extension_providers(&mut registry, &core.ext.registrations());
+        *lock(&core.registry) = registry;
+        if let Some(host) = core.ext.host() {
+            let options = crate::extensions::model_refresh::RefreshOptions::default();
+            crate::extensions::model_refresh::refresh(&host, &core.registry, options).await;
+        }
+        core.ext.route_streams(&lock(&core.registry));
+        let mut reported = lock(&core.reported_diagnostics);
+        for p in problems {
+            let line = format!("Warning: {p}");
+            if reported.insert(line.clone()) {
+                eprintln!("{line}");
+            }
+        }
+    }
+
     /// Pi's pre-trust pass for a cwd other than the startup one (its decision is kept per
     /// cwd): `-e` and user-level extensions may decide the project's trust (`project_trust`)
     /// before the project's own files are read. `None`: nothing decided.

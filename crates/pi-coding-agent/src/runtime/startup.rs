@@ -308,7 +308,7 @@ fn package_dir(home: &Path) -> PathBuf {
     )
 }
 
-fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError>) {
+pub(super) fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError>) {
     ModelRegistry::load(LoadOptions {
         agent_dir: env.agent_dir.clone(),
         env: Env::from_process(),
@@ -319,7 +319,7 @@ fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError
 
 /// Applies the provider registrations queued during loading. Pi's rejections are errors
 /// (`Extension "<path>" error: <message>`); forms we do not run are warnings.
-fn apply_extension_providers(
+pub(super) fn apply_extension_providers(
     registry: &mut ModelRegistry,
     registrations: &crate::extensions::Registrations,
 ) -> Vec<Diagnostic> {
@@ -442,7 +442,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     warn_all(&extensions.flag_errors);
     warn_all(&diagnostics);
     warn_all(&extensions.load_errors);
-    let reported = diagnostics
+    let mut reported: std::collections::HashSet<String> = diagnostics
         .iter()
         .chain(&extensions.load_errors)
         .map(Diagnostic::to_string)
@@ -480,7 +480,9 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     let s = res.settings.settings().clone();
 
     for p in problems {
-        eprintln!("Warning: {p}");
+        let line = format!("Warning: {p}");
+        eprintln!("{line}");
+        reported.insert(line);
     }
 
     let has_thinking_entry = session.branch_entries(None).iter().any(|e| {
