@@ -473,8 +473,7 @@ fn state_query(rt: &Runtime, params: &Value) -> CallResult {
         "thinkingLevel" => to_json(&rt.thinking_level()),
         "availableThinkingLevels" => to_json(&rt.available_thinking_levels()),
         "scopedModels" => Ok(Value::Array(
-            rt.core
-                .scoped_models
+            lock(&rt.core.scoped_models)
                 .iter()
                 .map(|s| json!({"model": s.model, "thinkingLevel": s.thinking}))
                 .collect(),

@@ -114,7 +114,8 @@ pub(crate) struct Core {
     pub registry: Mutex<ModelRegistry>,
     /// Settings, context files, skills, prompt templates.
     pub res: Mutex<SessionResources>,
-    pub scoped_models: Vec<ScopedModel>,
+    /// `--models` or the settings' `enabledModels`, resolved (again for each new session).
+    pub scoped_models: Mutex<Vec<ScopedModel>>,
     /// The command line, for what is loaded again later (`ctx.reload()`).
     pub args: crate::cli::Args,
     /// `--approve`/`--no-approve` as given (`args` may hold an extension's decision for the
@@ -128,8 +129,6 @@ pub(crate) struct Core {
     pub pending_host: Mutex<Option<pi_ext_host::Host>>,
     /// Diagnostics printed so far, each printed once (Pi's `takeUnreportedDiagnostics`).
     pub reported_diagnostics: Mutex<std::collections::HashSet<String>>,
-    /// The CLI's model request, re-run against each new session (Pi rebuilds its runtime).
-    pub startup_request: pi_registry::StartupRequest,
     pub tool_session: SessionHandle,
     pub run: Mutex<RunState>,
     /// True while a session-level run is active (`isStreaming`).

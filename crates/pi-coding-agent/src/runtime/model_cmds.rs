@@ -57,11 +57,10 @@ impl Runtime {
     pub async fn cycle_model(&self) -> Option<CycleModelData> {
         let current = self.model();
         let same = |m: &Model| m.provider == current.provider && m.id == current.id;
-        let (next, explicit, is_scoped) = if !self.core.scoped_models.is_empty() {
+        let scoped_models = lock(&self.core.scoped_models).clone();
+        let (next, explicit, is_scoped) = if !scoped_models.is_empty() {
             let available = self.available_models();
-            let scoped: Vec<_> = self
-                .core
-                .scoped_models
+            let scoped: Vec<_> = scoped_models
                 .iter()
                 .filter(|s| {
                     available

@@ -62,9 +62,12 @@ impl Runtime {
                 thinking_level: has_thinking_entry.then(|| ctx.thinking_level.clone()),
             }
         };
-        let mut request = self.core.startup_request.clone();
+        // The CLI's model request against the new session's settings, as Pi's new runtime
+        // makes it.
+        let mut request = super::startup::startup_request(&self.core.args, &self.core.settings());
         request.session = state;
         let selection = lock(&self.core.registry).select_startup(&request);
+        *lock(&self.core.scoped_models) = selection.scoped_models.clone();
         for d in &selection.diagnostics {
             eprintln!("{}", d.message);
         }

@@ -360,7 +360,6 @@ struct Loaded {
     registry: ModelRegistry,
     session: SessionStore,
     selection: pi_registry::StartupSelection,
-    startup_request: StartupRequest,
     context_messages: Vec<SharedMessage>,
     /// The command line with an extension's trust decision in it (what `ctx.reload()` reads).
     decided_args: Option<Args>,
@@ -507,7 +506,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     let startup_request = startup_request(args, &s);
     let selection = registry.select_startup(&StartupRequest {
         session: session_model,
-        ..startup_request.clone()
+        ..startup_request
     });
     let mut fatal = false;
     for d in &selection.diagnostics {
@@ -533,7 +532,6 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         registry,
         session,
         selection,
-        startup_request,
         context_messages,
         decided_args: trust_args,
         session_dir: chosen_dir,
@@ -542,7 +540,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
 }
 
 /// The CLI's and the settings' model request, re-run against each new session.
-fn startup_request(args: &Args, s: &crate::settings::model::Settings) -> StartupRequest {
+pub(super) fn startup_request(args: &Args, s: &crate::settings::model::Settings) -> StartupRequest {
     StartupRequest {
         cli_provider: args.provider.clone(),
         cli_model: args.model.clone(),
@@ -576,7 +574,6 @@ fn assemble(
         registry,
         session,
         selection,
-        startup_request,
         context_messages,
         decided_args,
         session_dir,
@@ -625,13 +622,12 @@ fn assemble(
         session: Mutex::new(session),
         registry: Mutex::new(registry),
         res: Mutex::new(res),
-        scoped_models: selection.scoped_models.clone(),
+        scoped_models: Mutex::new(selection.scoped_models.clone()),
         args: decided_args.unwrap_or_else(|| args.clone()),
         cli_trust_override: args.project_trust_override,
         reported_diagnostics: Mutex::new(reported),
         trust_by_cwd: Mutex::default(),
         pending_host: Mutex::default(),
-        startup_request,
         tool_session,
         run: Mutex::new(RunState::default()),
         usage_json: Mutex::new(None),
