@@ -13,8 +13,8 @@ use crate::settings::SettingsManager;
 use std::path::{Path, PathBuf};
 
 impl Runtime {
-    /// Reads settings and resources again for `cwd` (the new session's). Built-in tools move
-    /// there and the MCP servers of that project replace the others when the cwd changed.
+    /// Reads settings and resources again for `cwd` (the new session's); built-in tools are
+    /// made there, and the MCP servers of that project replace the others when the cwd changed.
     /// Returns the extensions to load for it.
     pub(super) async fn rebind_services(&self, cwd: &Path) -> Vec<ExtensionSource> {
         let core = &self.core;
@@ -65,8 +65,10 @@ impl Runtime {
         let settings = res.settings.settings().clone();
         *lock(&core.res) = res;
         self.reload_registry().await;
+        // Tools are made anew with the settings read now (Pi's new runtime makes its own); the
+        // MCP servers restart only for another project (a connection is costly).
+        core.tools.rebind(cwd, &settings);
         if moved {
-            core.tools.rebind(cwd, &settings);
             core.restart_mcp().await;
         }
         sources

@@ -45,8 +45,8 @@ impl ToolCatalog {
         Arc::clone(&lock(&self.config))
     }
 
-    /// The session moved to another working directory (Pi builds its tools anew for the new
-    /// runtime): built-in tools are made again, there, with the new session's shell settings.
+    /// A new session (Pi builds its tools anew for each runtime): built-in tools are made
+    /// again in its cwd, with its shell settings.
     pub fn rebind(&self, cwd: &std::path::Path, settings: &crate::settings::model::Settings) {
         let mut config = (*self.config()).clone();
         config.cwd = cwd.to_path_buf();
