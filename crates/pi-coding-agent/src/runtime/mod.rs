@@ -10,7 +10,7 @@ mod emit;
 mod hooks;
 mod listener;
 
-mod codemode_models;
+pub(crate) mod codemode_models;
 mod local_model;
 mod mcp;
 mod model_cmds;
