@@ -219,3 +219,43 @@ async fn openrouter_images_come_back_as_blocks() {
     assert_eq!(body["modalities"], json!(["image", "text"]));
     assert_eq!(body["stream"], false);
 }
+
+#[tokio::test]
+async fn images_go_as_typesafe_assets_with_the_opt_in_header_and_copilot_serves_under_v1() {
+    let answer = json!({"answers": {"ok": {"type": "noul", "noul": 0.5}}});
+    let mock = Mock::start(vec![
+        json_reply(200, answer.clone()),
+        json_reply(200, answer),
+    ])
+    .await;
+    let ctx = json!({"state": {"task": "x"}, "images": [{"type": "image", "data": "iVBO", "mimeType": "image/png"}],
+        "questions": {"ok": {"type": "bool", "instructions": "?", "criteria": {"true": "y", "false": "n"}}}});
+    let jev = obj(
+        json!({"id": "jev-latest", "api": "typesafe-system-one", "provider": "typesafe", "baseUrl": mock.base(),
+        "input": ["text", "image"], "compat": {"imageInput": "assets", "sendImageOptInHeader": true}}),
+    );
+    let r = classify::classify(&jev, &ctx, &options()).await;
+    assert_eq!(r["stopReason"], "stop", "{r}");
+    let copilot = obj(
+        json!({"id": "microsoft-decision-1", "api": "typesafe-system-one", "provider": "github-copilot",
+        "baseUrl": mock.base(), "input": ["text"], "headers": {"Copilot-Integration-Id": "vscode-chat"}}),
+    );
+    let mut text_only = ctx.clone();
+    text_only.as_object_mut().unwrap().remove("images");
+    let r = classify::classify(&copilot, &text_only, &options()).await;
+    assert_eq!(r["stopReason"], "stop", "{r}");
+    let requests = mock.requests();
+    assert_eq!(
+        requests[0].header("typesafe-danger-zone-images"),
+        Some("true")
+    );
+    let body: Value = serde_json::from_str(&requests[0].body).unwrap();
+    assert_eq!(body["state"], json!(["<image-1>", {"task": "x"}]));
+    assert_eq!(body["assets"]["<image-1>"]["format"], "png");
+    assert_eq!(requests[1].path, "/v1/systemone");
+    assert_eq!(
+        requests[1].header("copilot-integration-id"),
+        Some("vscode-chat")
+    );
+    assert_eq!(requests[1].header("typesafe-danger-zone-images"), None);
+}
