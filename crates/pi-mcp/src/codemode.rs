@@ -380,13 +380,22 @@ impl SandboxHost for Calls {
         settle: Settle,
     ) {
         let handle = self.handle.clone();
-        handle.spawn(async move {
+        let mut call = Box::pin(async move {
             let outcome = match name.strip_prefix("models.") {
                 Some(method) => self.model_call(method, args, cancel).await,
                 None => self.call_tool(&name, args, cancel).await,
             };
             settle(outcome);
         });
+        // The first poll runs here, on the script's thread in call order: each call's id,
+        // `tool_execution_start` and call row come in the order the script made the calls, as
+        // in Pi, not in the order the runtime's threads happen to pick the tasks up. The
+        // runtime polls the task again when it spawns it.
+        let _runtime = handle.enter();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if call.as_mut().poll(&mut cx).is_pending() {
+            handle.spawn(call);
+        }
     }
 
     fn search(&self, query: &str, options: &Value) -> Result<Value, String> {
