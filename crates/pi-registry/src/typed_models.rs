@@ -174,4 +174,53 @@ mod tests {
                 .all(|(_, ms)| ms.iter().all(|m| type_of(m) != "chat"))
         );
     }
+
+    fn registry(models_json: &str, env: &[(&str, &str)]) -> (ModelRegistry, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("models.json"), models_json)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (registry, _) = ModelRegistry::load(crate::LoadOptions {
+            agent_dir: dir.path().to_path_buf(),
+            env: crate::Env::from_pairs(env.iter().copied()),
+            ..Default::default()
+        });
+        (registry, dir)
+    }
+
+    #[test]
+    fn models_json_moves_typed_models_and_credentials_make_them_available() {
+        let (r, _dir) = registry(
+            r#"{"providers": {"typesafe": {"baseUrl": "http://127.0.0.1:9/v1", "compat": {"imageInput": "images"}},
+                "openrouter": {"baseUrl": "http://127.0.0.1:9/api"}}}"#,
+            &[("TYPESAFE_API_KEY", "k")],
+        );
+        let jev = r
+            .model_of_type("classifier", "typesafe", "jev-latest")
+            .unwrap_or_default();
+        assert_eq!(jev["baseUrl"], "http://127.0.0.1:9/v1");
+        assert_eq!(
+            jev["compat"],
+            serde_json::json!({"imageInput": "images", "sendImageOptInHeader": true})
+        );
+        let painter = r
+            .model_of_type("image", "openrouter", "google/gemini-2.5-flash-image")
+            .unwrap_or_default();
+        assert_eq!(painter["baseUrl"], "http://127.0.0.1:9/api");
+        let available: Vec<String> = r
+            .available_of_type("classifier", None)
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}/{}",
+                    m["provider"].as_str().unwrap_or(""),
+                    m["id"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(available, ["typesafe/jev-latest"]);
+        assert!(r.available_of_type("image", None).is_empty());
+        assert!(r.model_of_type("image", "typesafe", "jev-latest").is_none());
+        let chat = r.models_of_type("chat", Some("anthropic"));
+        assert!(!chat.is_empty() && chat.iter().all(|m| m["type"] == "chat"));
+    }
 }
