@@ -3,7 +3,8 @@
 //! codemode scripts reach them through `models.*`.
 //!
 //! The built-in ones come from `data/typed-models.json` (generated from Pi 1.6.0's pi-ai by
-//! `scripts/gen-typed-models.mjs`). As in Pi, a `models.json` provider entry's `baseUrl` applies
+//! `scripts/gen-typed-models.mjs`), updated by a refreshed catalog in `models-store.json` as the
+//! chat models are. As in Pi, a `models.json` provider entry's `baseUrl` applies
 //! to them too (except for `oauth: "radius"` providers), and its provider-level `compat` merges
 //! into classifier models' `compat` (how a System One service takes images); `models` and
 //! `modelOverrides` entries are chat-only.
@@ -51,14 +52,25 @@ fn type_of(model: &JsObject) -> &str {
 impl ModelRegistry {
     /// The non-chat models of one provider, with its `models.json` entry applied.
     fn typed_models_of(&self, provider: &str) -> Vec<JsObject> {
-        let Some((_, models)) = builtin().iter().find(|(p, _)| p == provider) else {
+        let builtin_models = builtin()
+            .iter()
+            .find(|(p, _)| p == provider)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_default();
+        // Only built-in providers have typed models; a refreshed catalog updates them.
+        if crate::catalog::catalog().index_of(provider).is_none() {
             return Vec::new();
-        };
+        }
+        let models = self.store.apply_typed(
+            provider,
+            crate::store::ModelsStore::kind_of(provider),
+            crate::catalog::catalog().generated_at_ms(),
+            builtin_models,
+        );
         let config = self.config.provider(provider);
         models
-            .iter()
-            .map(|model| {
-                let mut model = model.clone();
+            .into_iter()
+            .map(|mut model| {
                 if let Some(c) = config {
                     if c.oauth.as_deref() != Some("radius")
                         && let Some(url) = &c.base_url
