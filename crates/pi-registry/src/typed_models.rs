@@ -95,15 +95,13 @@ impl ModelRegistry {
             .collect()
     }
 
-    /// A chat model as a catalog entry of scripts: `type` first, as pi-ai's catalog has it.
+    /// A chat model as pi-ai holds it (catalog models carry `"type": "chat"`, `models.json`
+    /// ones no `type`).
     fn chat_entry(model: &pi_protocol::Model) -> Option<JsObject> {
-        let Ok(Value::Object(fields)) = serde_json::to_value(model) else {
-            return None;
-        };
-        let mut out = JsObject::new();
-        out.insert("type".into(), Value::String("chat".into()));
-        out.extend(fields);
-        Some(out)
+        match serde_json::to_value(model) {
+            Ok(Value::Object(fields)) => Some(fields),
+            _ => None,
+        }
     }
 
     /// Every known model of `model_type` (`"chat"`, `"image"` or `"classifier"`), optionally of
@@ -234,5 +232,6 @@ mod tests {
         assert!(r.model_of_type("image", "typesafe", "jev-latest").is_none());
         let chat = r.models_of_type("chat", Some("anthropic"));
         assert!(!chat.is_empty() && chat.iter().all(|m| m["type"] == "chat"));
+        assert!(r.models_of_type("chat", Some("typesafe")).is_empty());
     }
 }
