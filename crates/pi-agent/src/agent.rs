@@ -242,6 +242,8 @@ pub struct Agent {
     context_additions: Mutex<Vec<SharedMessage>>,
     busy: watch::Sender<bool>,
     pub(crate) config: AgentConfig,
+    /// Taken by nested tool calls that must run alone (see [`crate::NestedRunner`]).
+    pub(crate) nested_queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Locks a mutex, recovering from poisoning: state stays usable even if a listener panicked.
@@ -259,6 +261,7 @@ impl Agent {
             context_additions: Mutex::new(Vec::new()),
             busy: watch::channel(false).0,
             config,
+            nested_queue: Arc::default(),
         }
     }
 

@@ -45,7 +45,13 @@ struct Inner {
     hooks: Arc<dyn RunHooks>,
     tx: mpsc::UnboundedSender<Relay>,
     count: AtomicU64,
+    /// In start order; a call still running is `unfinished`.
     records: Mutex<Vec<NestedToolCallRecord>>,
+    /// The agent runs tool calls one at a time (`toolExecution: "sequential"`).
+    sequential: bool,
+    /// Held by a nested call that must not run beside another (a sequential tool, or every
+    /// tool in sequential mode); shared by every runner of the agent.
+    queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Runs nested calls for one executing tool call.
@@ -72,6 +78,8 @@ impl NestedRunner {
         parent: &str,
         hooks: Arc<dyn RunHooks>,
         tx: mpsc::UnboundedSender<Relay>,
+        sequential: bool,
+        queue: Arc<tokio::sync::Mutex<()>>,
     ) -> NestedRunner {
         NestedRunner(Arc::new(Inner {
             parent: parent.to_string(),
@@ -79,6 +87,8 @@ impl NestedRunner {
             tx,
             count: AtomicU64::new(0),
             records: Mutex::new(Vec::new()),
+            sequential,
+            queue,
         }))
     }
 
@@ -132,8 +142,29 @@ impl NestedRunner {
             args: Value::Object(arguments.clone()),
             parent_tool_call_id: parent.clone(),
         });
+        if let Ok(mut records) = self.0.records.lock() {
+            records.push(NestedToolCallRecord {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: Some(arguments.clone()),
+                arguments_bytes: None,
+                status: NestedCallStatus::Unfinished,
+                duration_ms: None,
+                error: None,
+                rest: Rest::with_order(RECORD_ORDER),
+            });
+        }
         started(&id);
         let begun = Instant::now();
+        let exclusive = self.0.sequential
+            || tool
+                .as_ref()
+                .is_some_and(|t| t.execution_mode() == crate::tool::ExecutionMode::Sequential);
+        let _turn = if exclusive {
+            Some(self.0.queue.lock().await)
+        } else {
+            None
+        };
         let call = ToolCall {
             id: id.clone(),
             name: name.clone(),
@@ -169,22 +200,16 @@ impl NestedRunner {
                 .collect::<Vec<_>>()
                 .join("\n")
         });
-        let record = NestedToolCallRecord {
-            id: id.clone(),
-            name,
-            arguments: Some(arguments),
-            arguments_bytes: None,
-            status: if is_error {
+        if let Ok(mut records) = self.0.records.lock()
+            && let Some(record) = records.iter_mut().find(|r| r.id == id)
+        {
+            record.status = if is_error {
                 NestedCallStatus::Error
             } else {
                 NestedCallStatus::Ok
-            },
-            duration_ms: Some(duration_ms),
-            error: error.filter(|e| !e.is_empty()),
-            rest: Rest::with_order(RECORD_ORDER),
-        };
-        if let Ok(mut records) = self.0.records.lock() {
-            records.push(record);
+            };
+            record.duration_ms = Some(duration_ms);
+            record.error = error.filter(|e| !e.is_empty());
         }
         NestedOutcome {
             id,

@@ -127,8 +127,11 @@ fn result_message(f: Finalized) -> ToolResultMessage {
         details: f.result.details,
         usage: f.result.usage.map(Box::new),
         nested_calls: (!f.nested.is_empty()).then(|| pi_protocol::tool::NestedToolCalls {
+            complete: f
+                .nested
+                .iter()
+                .all(|c| c.status != pi_protocol::tool::NestedCallStatus::Unfinished),
             calls: f.nested,
-            complete: true,
             rest: Default::default(),
         }),
         is_error: f.is_error,
@@ -236,7 +239,13 @@ async fn execute(
     let args_for_hook = args.clone();
     // Nested calls report through the same channel as updates, so their events keep the
     // order in which the tool produced them.
-    let nested = NestedRunner::new(&call.id, Arc::clone(&agent.config.hooks), tx);
+    let nested = NestedRunner::new(
+        &call.id,
+        Arc::clone(&agent.config.hooks),
+        tx,
+        agent.config.tool_execution == ExecutionMode::Sequential,
+        Arc::clone(&agent.nested_queue),
+    );
     let fut = NESTED.scope(
         nested.clone(),
         tool.execute(ToolInvocation {

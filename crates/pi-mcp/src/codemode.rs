@@ -5,10 +5,11 @@
 //! describes (text items, `==> text N/M <==` headers, one `<console_output>` block, a token
 //! budget with the full text in a temp file, images saved to temp files).
 //!
-//! Not done yet: the `models` global, and running calls of one script concurrently (they run
-//! one at a time, so `Promise.all` over tool calls takes the sum of their times).
+//! Calls of one script run concurrently (`Promise.all` over tool calls takes the time of the
+//! slowest); `models.*` ([`crate::codemode_models`]) reaches classifiers and image models.
 
-use crate::sandbox::{self, SandboxHost};
+use crate::codemode_models::{self as models, Method, ModelsHost};
+use crate::sandbox::{self, SandboxHost, Settle};
 use crate::tool::write_output_file;
 use pi_agent::{AgentTool, ToolError, ToolFuture, ToolInvocation};
 use pi_protocol::content::{ImageContent, TextContent, UserBlock};
@@ -55,6 +56,10 @@ pub trait CodemodeHost: Send + Sync {
     fn stored(&self) -> Map<String, Value>;
     /// Records a successful script's writes (`{set, delete}`).
     fn append_store(&self, writes: Value);
+    /// The model catalog and credentials of `models.*` (none: scripts have no `models`).
+    fn models(&self) -> Option<Arc<dyn ModelsHost>> {
+        None
+    }
 }
 
 pub struct CodemodeTool {
@@ -67,7 +72,7 @@ impl CodemodeTool {
         CodemodeTool {
             declaration: Tool {
                 name: CODEMODE_TOOL_NAME.into(),
-                description: "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code fence), run as the body of an async function in a QuickJS sandbox: top-level `await` and `return` work; there is no Node, file system, network or timer.\n- `await tools.<name>({ ...args })` resolves to the tool's text, or to an object for tools that return one (MCP tools resolve to their CallToolResult), and rejects with an Error on failure.\n- Optional first line: `// @options: {\"max_output_tokens\": 10000, \"timeout_ms\": 60000}`\n\nGlobals: `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)` and `return` add output; `exit()` ends the script; `store(key, value)`/`load(key)` keep JSON values across calls; `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)` find tools that are not listed, such as MCP tools.".into(),
+                description: "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code fence), run as the body of an async function in a QuickJS sandbox: top-level `await` and `return` work; there is no Node, file system, network or timer.\n- `await tools.<name>({ ...args })` resolves to the tool's text, or to an object for tools that return one (MCP tools resolve to their CallToolResult), and rejects with an Error on failure.\n- Optional first line: `// @options: {\"max_output_tokens\": 10000, \"timeout_ms\": 60000}`\n\nGlobals: `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)` and `return` add output; `exit()` ends the script; `store(key, value)`/`load(key)` keep JSON values across calls; `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)` find tools that are not listed, such as MCP tools; `models` lists models by type and runs classifiers (`models.classify`) and image models (`models.generateImages`): read docs/codemode.md first.".into(),
                 parameters: json!({"type": "object", "required": ["code"], "properties": {
                     "code": {"type": "string", "description": "Raw JavaScript source."}
                 }}),
@@ -149,10 +154,17 @@ struct Calls {
     /// The agent loop's runner for nested calls (absent outside a run).
     nested: Option<pi_agent::NestedRunner>,
     parent: String,
-    cancel: tokio_util::sync::CancellationToken,
     records: Mutex<Vec<Value>>,
     updates: pi_agent::ToolUpdateSink,
     handle: tokio::runtime::Handle,
+    models: Option<Arc<dyn ModelsHost>>,
+    /// Classifier and image calls in flight (at most four, the rest wait in call order).
+    model_slots: tokio::sync::Semaphore,
+    model_calls: std::sync::atomic::AtomicU64,
+    /// Usage of the script's `models.*` calls.
+    usage: Mutex<Option<Value>>,
+    /// Images `models.generateImages()` returned, to notice a script that never shows them.
+    generated_images: std::sync::atomic::AtomicUsize,
 }
 
 impl Calls {
@@ -168,8 +180,93 @@ impl Calls {
     }
 }
 
-impl SandboxHost for Calls {
-    fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+impl Calls {
+    /// One `models.*` call: checked and answered at once, or run as a recorded call.
+    async fn model_call(
+        &self,
+        method: &str,
+        args: Value,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<Value, String> {
+        let Some(host) = self.models.clone() else {
+            return Err(format!("models.{method} is not available"));
+        };
+        let args = match args {
+            Value::Array(a) => a,
+            _ => Vec::new(),
+        };
+        let (name, resolved, context) = match models::prepare(host.as_ref(), method, &args)? {
+            Method::Value(v) => return Ok(v),
+            Method::Call(name, resolved, context) => (name, resolved, context),
+        };
+        let n = self
+            .model_calls
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let reference = format!(
+            "{}/{}",
+            resolved["provider"].as_str().unwrap_or(""),
+            resolved["id"].as_str().unwrap_or("")
+        );
+        let index = match self.records.lock() {
+            Ok(mut records) => {
+                records.push(json!({"id": format!("{}/{name}/{n}", self.parent), "name": name, "args": reference, "status": "running"}));
+                records.len() - 1
+            }
+            Err(_) => usize::MAX,
+        };
+        self.publish();
+        let started = Instant::now();
+        let result = {
+            let _slot = self.model_slots.acquire().await;
+            if name == "models.classify" {
+                host.classify(resolved, context, cancel).await
+            } else {
+                host.generate_images(resolved, context, cancel).await
+            }
+        };
+        if name == "models.generateImages" {
+            let images = result["output"]
+                .as_array()
+                .map(|o| o.iter().filter(|b| b["type"] == "image").count())
+                .unwrap_or(0);
+            self.generated_images
+                .fetch_add(images, std::sync::atomic::Ordering::SeqCst);
+        }
+        if let Some(usage) = result.get("usage").filter(|u| u.is_object())
+            && let Ok(mut total) = self.usage.lock()
+        {
+            *total = Some(match total.take() {
+                Some(t) => models::combine_usage(&t, usage),
+                None => usage.clone(),
+            });
+        }
+        if let Ok(mut records) = self.records.lock()
+            && let Some(r) = records.get_mut(index)
+        {
+            r["durationMs"] = json!(started.elapsed().as_millis() as u64);
+            r["status"] = json!(match result["stopReason"].as_str() {
+                Some("stop") => "ok",
+                Some("aborted") => "cancelled",
+                _ => "error",
+            });
+            if let Some(e) = result["errorMessage"].as_str() {
+                r["error"] = json!(truncate_chars(e, ERROR_PREVIEW_CHARS));
+            }
+            if let Some(cost) = result["usage"]["cost"].get("total") {
+                r["cost"] = cost.clone();
+            }
+        }
+        self.publish();
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<Value, String> {
         let tool = self
             .find(name)
             .map(|t| Arc::clone(&t.tool))
@@ -192,12 +289,9 @@ impl SandboxHost for Calls {
         let (id, outcome): (String, Result<AgentToolResult, String>) = match &self.nested {
             // Through the agent loop: events, hooks, and the `nestedCalls` record.
             Some(runner) => {
-                let o = self.handle.block_on(runner.run(
-                    Arc::clone(&tool),
-                    args,
-                    self.cancel.child_token(),
-                    mark_running,
-                ));
+                let o = runner
+                    .run(Arc::clone(&tool), args, cancel.child_token(), mark_running)
+                    .await;
                 let mut r = o.result;
                 if o.is_error {
                     r.is_error = Some(true);
@@ -218,14 +312,14 @@ impl SandboxHost for Calls {
                 let outcome =
                     match pi_schema::validate_tool_arguments(tool.declaration(), &map, None) {
                         Err(e) => Err(e),
-                        Ok(args) => self
-                            .handle
-                            .block_on(tool.execute(ToolInvocation {
+                        Ok(args) => tool
+                            .execute(ToolInvocation {
                                 tool_call_id: id.clone(),
                                 args,
-                                cancel: self.cancel.child_token(),
+                                cancel: cancel.child_token(),
                                 updates: Arc::new(|_| {}),
-                            }))
+                            })
+                            .await
                             .map_err(|e| e.0),
                     };
                 (id, outcome)
@@ -262,7 +356,7 @@ impl SandboxHost for Calls {
             && let Some(r) = records.get_mut(index)
         {
             r["id"] = json!(id);
-            r["status"] = json!(if self.cancel.is_cancelled() && status == "error" {
+            r["status"] = json!(if cancel.is_cancelled() && status == "error" {
                 "cancelled"
             } else {
                 status
@@ -274,6 +368,34 @@ impl SandboxHost for Calls {
         }
         self.publish();
         value
+    }
+}
+
+impl SandboxHost for Calls {
+    fn start(
+        self: Arc<Self>,
+        name: String,
+        args: Value,
+        cancel: tokio_util::sync::CancellationToken,
+        settle: Settle,
+    ) {
+        let handle = self.handle.clone();
+        let mut call = Box::pin(async move {
+            let outcome = match name.strip_prefix("models.") {
+                Some(method) => self.model_call(method, args, cancel).await,
+                None => self.call_tool(&name, args, cancel).await,
+            };
+            settle(outcome);
+        });
+        // The first poll runs here, on the script's thread in call order: each call's id,
+        // `tool_execution_start` and call row come in the order the script made the calls, as
+        // in Pi, not in the order the runtime's threads happen to pick the tasks up. The
+        // runtime polls the task again when it spawns it.
+        let _runtime = handle.enter();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if call.as_mut().poll(&mut cx).is_pending() {
+            handle.spawn(call);
+        }
     }
 
     fn search(&self, query: &str, options: &Value) -> Result<Value, String> {
@@ -553,12 +675,12 @@ impl AgentTool for CodemodeTool {
             let mut empty = AgentToolResult::new(Vec::new());
             empty.details = Some(json!({"calls": []}));
             (inv.updates)(empty);
-            let (tools, stored) = match &host {
+            let (tools, stored, models_host) = match &host {
                 Some(h) => {
                     h.wait_ready(&code).await;
-                    (h.callable(), h.stored())
+                    (h.callable(), h.stored(), h.models())
                 }
-                None => (Vec::new(), Map::new()),
+                None => (Vec::new(), Map::new(), None),
             };
             let names: Vec<String> = tools.iter().map(|t| t.tool.name().to_string()).collect();
             let all: Vec<Value> = tools.iter().map(|t| summary(&t.tool)).collect();
@@ -566,19 +688,27 @@ impl AgentTool for CodemodeTool {
                 tools,
                 nested: pi_agent::NestedRunner::current(),
                 parent: inv.tool_call_id.clone(),
-                cancel: inv.cancel.clone(),
                 records: Mutex::new(Vec::new()),
                 updates: Arc::clone(&inv.updates),
                 handle: tokio::runtime::Handle::current(),
+                models: models_host,
+                model_slots: tokio::sync::Semaphore::new(models::MAX_CONCURRENT_MODEL_CALLS),
+                model_calls: Default::default(),
+                usage: Mutex::new(None),
+                generated_images: Default::default(),
             });
             let deadline = timeout_ms.map(|ms| started + Duration::from_millis(ms));
             let (sandbox_calls, cancel) = (Arc::clone(&calls), inv.cancel.clone());
+            let with_models = calls.models.is_some();
             let outcome = tokio::task::spawn_blocking(move || {
                 sandbox::run(
                     &code,
-                    &names,
-                    &json!(all),
-                    &Value::Object(stored),
+                    sandbox::Globals {
+                        tool_names: &names,
+                        all_tools: &json!(all),
+                        stored: &Value::Object(stored),
+                        models: with_models,
+                    },
                     sandbox_calls,
                     cancel,
                     deadline,
@@ -612,6 +742,13 @@ impl AgentTool for CodemodeTool {
                     .unwrap_or_else(|| "Error: script failed".into());
                 items.push(json!({"type": "text", "text": format!("Script error:\n{error}\n\n{}", call_summary(&records))}));
             }
+            let generated = calls
+                .generated_images
+                .load(std::sync::atomic::Ordering::SeqCst);
+            if generated > 0 && !items.iter().any(|i| i["type"] == "image") {
+                let plural = if generated == 1 { "" } else { "s" };
+                items.push(json!({"type": "text", "text": format!("Note: models.generateImages() returned {generated} image{plural} that the script did not show. Show each image block of result.output with image(block).")}));
+            }
             let (items, full_path) = budget(join_text(items), max_tokens);
             let items = join_text(save_images(items));
             let header = format!(
@@ -631,6 +768,8 @@ impl AgentTool for CodemodeTool {
             }
             let mut result = AgentToolResult::new(content);
             result.details = Some(details);
+            let usage = calls.usage.lock().ok().and_then(|mut u| u.take());
+            result.usage = usage.and_then(|u| serde_json::from_value(u).ok());
             if !outcome.ok {
                 result.is_error = Some(true);
             }

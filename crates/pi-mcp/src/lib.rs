@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod client;
 pub mod codemode;
+pub mod codemode_models;
 pub mod command;
 pub mod config;
 pub mod connection;

@@ -1,25 +1,36 @@
 //! Runs one codemode script in QuickJS: no file system, network or timers; the script reaches
-//! the world only through the host functions installed here (`tools.*`, discovery, `store`).
+//! the world only through the host functions installed here (`tools.*`, `models.*`, discovery,
+//! `store`).
 //!
-//! A nested tool call blocks the script's thread until the host answered it, so calls made
-//! with `Promise.all` run one after another: simpler than bridging two executors, and the
-//! script sees the same values. The globals (`text`, `image`, `console`, `exit`, `store`,
-//! `load`, `ALL_TOOLS`, ...) are plain JavaScript in [`PRELUDE`]; Rust only moves JSON across.
+//! `tools.*` and `models.*` calls are asynchronous, as in Pi: each starts an operation on the
+//! host and returns a promise at once, so `Promise.all([tools.a(), tools.b()])` runs both calls
+//! together. The script's thread runs QuickJS's jobs until none is left, then waits for the next
+//! operation to finish and settles its promise. Calls still running when the script ends are
+//! cancelled. The globals (`text`, `image`, `console`, `exit`, `store`, `load`, `ALL_TOOLS`, ...)
+//! are plain JavaScript in [`PRELUDE`]; Rust only moves JSON across.
 
 use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, Exception, Function, Runtime};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A script's VM heap.
 const MEMORY_LIMIT_BYTES: usize = 256 * 1024 * 1024;
 
+/// Receives the outcome of an operation: `Ok(script value as JSON)` or the error text the
+/// promise rejects with. May be called from any thread.
+pub type Settle = Box<dyn FnOnce(Result<Value, String>) + Send>;
+
 /// What the sandbox asks of the host, on the script's thread.
 pub trait SandboxHost: Send + Sync {
-    /// Runs a tool; `Ok(script value as JSON)` or the error text the promise rejects with.
-    fn call(&self, name: &str, args: Value) -> Result<Value, String>;
+    /// Starts `tools.<name>(args)` (`name` is the tool's name) or a `models.<method>(...args)`
+    /// call (`name` is `models.<method>`, `args` the array of arguments). Must not block: the
+    /// outcome goes to `settle` when the operation ends. `cancel` fires when the script ends
+    /// with the operation still running.
+    fn start(self: Arc<Self>, name: String, args: Value, cancel: CancellationToken, settle: Settle);
     /// `searchTools(query, {limit, namespace})`.
     fn search(&self, query: &str, options: &Value) -> Result<Value, String>;
     /// `describeTool(name)` (`Null`: unknown).
@@ -112,11 +123,32 @@ const PRELUDE: &str = r#"
   globalThis.searchTools = (query, options) => call(__pi_search, query, JSON.stringify(options ?? {}));
   globalThis.describeTool = (name) => call(__pi_describe_tool, String(name));
   globalThis.describeNamespace = (name) => call(__pi_describe_namespace, String(name));
+  // Asynchronous host operations: the promise settles when the host answers, through
+  // __pi_settle, whose Error carries only this file's frames (left out of the script's error).
+  const pending = new Map();
+  let tickets = 0;
+  const op = (name, json) => new Promise((resolve, reject) => {
+    const ticket = ++tickets;
+    pending.set(ticket, { resolve, reject });
+    __pi_begin(ticket, name, json);
+  });
+  globalThis.__pi_settle = (ticket, ok, text) => {
+    const p = pending.get(ticket);
+    if (!p) return;
+    pending.delete(ticket);
+    if (ok) p.resolve(text === "" ? undefined : JSON.parse(text));
+    else p.reject(new Error(text));
+  };
   const tools = {};
   for (const [id, name] of JSON.parse(__pi_tool_ids)) {
-    tools[id] = (args) => call(__pi_call, name, JSON.stringify(args ?? {}));
+    tools[id] = (args) => op(name, JSON.stringify(args ?? {}));
   }
   globalThis.tools = tools;
+  const modelsApi = {};
+  for (const m of ["getModelsOfType", "getAvailableOfType", "getModelOfType", "classify", "generateImages"]) {
+    modelsApi[m] = (...args) => op(`models.${m}`, JSON.stringify(args));
+  }
+  if (__pi_models) globalThis.models = Object.freeze(modelsApi);
   const state = { done: false };
   // QuickJS stacks list frames only: "Name: message" first, as V8 does, and no frames of
   // this file.
@@ -147,6 +179,7 @@ const PRELUDE: &str = r#"
       },
     );
   };
+  globalThis.__pi_done = () => state.done;
   globalThis.__pi_finish = () => JSON.stringify({
     done: state.done,
     ok: state.ok === true,
@@ -214,17 +247,40 @@ fn exception_text(ctx: &Ctx<'_>) -> String {
         .unwrap_or_else(|| "Script failed".into())
 }
 
-/// Runs `code` (an async function body) with the given tools (`(name)`), stored values and
-/// limits. Blocks: call it on a blocking thread.
+/// What a script gets besides its code and host.
+pub struct Globals<'a> {
+    /// Names of the tools `tools.*` calls.
+    pub tool_names: &'a [String],
+    /// `ALL_TOOLS`.
+    pub all_tools: &'a Value,
+    /// `load()` values.
+    pub stored: &'a Value,
+    /// Whether `models` is defined.
+    pub models: bool,
+}
+
+/// An operation's outcome on its way back to the script's thread: `(ticket, outcome)`.
+type Finished = (f64, Result<Value, String>);
+
+/// How long the script's thread waits for an operation before looking at the cancellation and
+/// the deadline again.
+const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Runs `code` (an async function body) with the given globals and limits. Blocks: call it on a
+/// blocking thread.
 pub fn run(
     code: &str,
-    tool_names: &[String],
-    all_tools: &Value,
-    stored: &Value,
+    globals_in: Globals<'_>,
     host: Arc<dyn SandboxHost>,
     cancel: CancellationToken,
     deadline: Option<Instant>,
 ) -> ScriptOutcome {
+    let Globals {
+        tool_names,
+        all_tools,
+        stored,
+        models,
+    } = globals_in;
     let failed = |error: String| ScriptOutcome {
         ok: false,
         output: Vec::new(),
@@ -251,21 +307,35 @@ pub fn run(
         .iter()
         .map(|n| (identifier(n), n.clone()))
         .collect();
+    let (tx, rx) = std::sync::mpsc::channel::<Finished>();
+    // Cancels the operations still running when the script ends.
+    let ops = cancel.child_token();
+    let running = Arc::new(AtomicUsize::new(0));
     let started = ctx.with(|ctx| -> Result<(), String> {
         let globals = ctx.globals();
         let set = |k: &str, v: String| globals.set(k, v).map_err(|e| e.to_string());
         set("__pi_store", stored.to_string())?;
         set("__pi_all_tools", all_tools.to_string())?;
         set("__pi_tool_ids", json!(ids).to_string())?;
-        let h = Arc::clone(&host);
-        let call = Function::new(
+        globals
+            .set("__pi_models", models)
+            .map_err(|e| e.to_string())?;
+        let (h, tx, ops, running) = (
+            Arc::clone(&host),
+            tx.clone(),
+            ops.clone(),
+            Arc::clone(&running),
+        );
+        let begin = Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'_>, name: String, args: String| {
+            move |ticket: f64, name: String, args: String| {
                 let args: Value = serde_json::from_str(&args).unwrap_or(Value::Null);
-                match h.call(&name, args) {
-                    Ok(v) => Ok(v.to_string()),
-                    Err(e) => Err(throw(&ctx, &e)),
-                }
+                running.fetch_add(1, Ordering::SeqCst);
+                let tx = tx.clone();
+                let settle: Settle = Box::new(move |outcome| {
+                    let _ = tx.send((ticket, outcome));
+                });
+                Arc::clone(&h).start(name, args, ops.clone(), settle);
             },
         );
         let h = Arc::clone(&host);
@@ -296,7 +366,7 @@ pub fn run(
             }
         });
         for (name, f) in [
-            ("__pi_call", call),
+            ("__pi_begin", begin),
             ("__pi_search", search),
             ("__pi_describe_tool", describe_tool),
             ("__pi_describe_namespace", describe_ns),
@@ -332,15 +402,11 @@ pub fn run(
         }
     };
     if let Err(e) = started {
+        ops.cancel();
         return failed(interrupted_error().unwrap_or(e));
     }
-    loop {
-        match rt.execute_pending_job() {
-            Ok(true) => continue,
-            Ok(false) => break,
-            Err(_) => break,
-        }
-    }
+    drive(&rt, &ctx, &rx, &running, &interrupted_error);
+    ops.cancel();
     // The interrupt handler must not stop collecting the output.
     rt.set_interrupt_handler(None);
     let finished: Result<String, String> = ctx.with(|ctx| {
@@ -374,17 +440,109 @@ pub fn run(
     outcome
 }
 
+/// Runs jobs until the script is done, stopped, or waits on nothing the host still answers;
+/// between runs, settles the promise of the next operation that finished.
+fn drive(
+    rt: &Runtime,
+    ctx: &Context,
+    rx: &std::sync::mpsc::Receiver<Finished>,
+    running: &AtomicUsize,
+    interrupted: &dyn Fn() -> Option<String>,
+) {
+    loop {
+        loop {
+            match rt.execute_pending_job() {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(_) => break,
+            }
+        }
+        let done = ctx.with(|ctx| {
+            ctx.globals()
+                .get::<_, Function>("__pi_done")
+                .and_then(|f| f.call::<_, bool>(()))
+                .unwrap_or(true)
+        });
+        if done || interrupted().is_some() || running.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let (ticket, outcome) = match rx.recv_timeout(POLL) {
+            Ok(f) => f,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        running.fetch_sub(1, Ordering::SeqCst);
+        let (ok, text) = match outcome {
+            Ok(Value::Null) => (true, String::new()),
+            Ok(v) => (true, v.to_string()),
+            Err(e) => (false, e),
+        };
+        ctx.with(|ctx| {
+            if let Ok(settle) = ctx.globals().get::<_, Function>("__pi_settle") {
+                let _ = settle.call::<_, ()>((ticket, ok, text));
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
 
-    struct Echo;
+    /// Answers at once; `slow_a`/`slow_b` each wait (on their own thread) until both started,
+    /// so a sandbox that ran them one after the other would make them fail.
+    #[derive(Default)]
+    struct Echo {
+        started: Mutex<u32>,
+        both: Condvar,
+        cancelled: Mutex<Vec<String>>,
+    }
 
     impl SandboxHost for Echo {
-        fn call(&self, name: &str, args: Value) -> Result<Value, String> {
-            match name {
-                "fail" => Err("it failed".into()),
-                _ => Ok(json!({"tool": name, "args": args})),
+        fn start(
+            self: Arc<Self>,
+            name: String,
+            args: Value,
+            cancel: CancellationToken,
+            settle: Settle,
+        ) {
+            match name.as_str() {
+                "fail" => settle(Err("it failed".into())),
+                "slow_a" | "slow_b" => {
+                    std::thread::spawn(move || {
+                        let mut n = self.started.lock().unwrap_or_else(|e| e.into_inner());
+                        *n += 1;
+                        self.both.notify_all();
+                        let (n, wait) = self
+                            .both
+                            .wait_timeout_while(n, Duration::from_secs(5), |n| *n < 2)
+                            .unwrap_or_else(|e| e.into_inner());
+                        drop(n);
+                        settle(if wait.timed_out() {
+                            Err(format!("{name} ran alone"))
+                        } else {
+                            Ok(json!(name))
+                        });
+                    });
+                }
+                "never" => {
+                    std::thread::spawn(move || {
+                        let deadline = Instant::now() + Duration::from_secs(5);
+                        while !cancel.is_cancelled() && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        if cancel.is_cancelled() {
+                            self.cancelled
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(name);
+                        }
+                        settle(Err("cancelled".into()));
+                    });
+                }
+                _ => settle(Ok(json!({"tool": name, "args": args}))),
             }
         }
         fn search(&self, query: &str, _options: &Value) -> Result<Value, String> {
@@ -398,16 +556,33 @@ mod tests {
         }
     }
 
-    fn run_script(code: &str) -> ScriptOutcome {
+    fn run_with(code: &str, host: Arc<Echo>, deadline: Option<Instant>) -> ScriptOutcome {
+        let names: Vec<String> = [
+            "mcp__dev-radius__search",
+            "fail",
+            "slow_a",
+            "slow_b",
+            "never",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         run(
             code,
-            &["mcp__dev-radius__search".into(), "fail".into()],
-            &json!([]),
-            &json!({"k": 1}),
-            Arc::new(Echo),
+            Globals {
+                tool_names: &names,
+                all_tools: &json!([]),
+                stored: &json!({"k": 1}),
+                models: true,
+            },
+            host,
             CancellationToken::new(),
-            None,
+            deadline,
         )
+    }
+
+    fn run_script(code: &str) -> ScriptOutcome {
+        run_with(code, Arc::new(Echo::default()), None)
     }
 
     #[test]
@@ -433,6 +608,48 @@ mod tests {
     }
 
     #[test]
+    fn calls_under_promise_all_run_together() {
+        let o = run_script("return await Promise.all([tools.slow_a({}), tools.slow_b({})]);");
+        assert!(o.ok, "{o:?}");
+        assert_eq!(o.value.as_deref(), Some(r#"["slow_a","slow_b"]"#));
+    }
+
+    #[test]
+    fn models_calls_pass_their_arguments_as_an_array() {
+        let o = run_script("return await models.getModelOfType('classifier', undefined, 'x');");
+        assert_eq!(
+            o.value.as_deref(),
+            Some(r#"{"tool":"models.getModelOfType","args":["classifier",null,"x"]}"#)
+        );
+    }
+
+    #[test]
+    fn calls_still_running_when_the_script_ends_are_cancelled() {
+        let host = Arc::new(Echo::default());
+        let o = run_with("tools.never({}); return 1;", Arc::clone(&host), None);
+        assert!(o.ok, "{o:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while host.cancelled.lock().map(|c| c.is_empty()).unwrap_or(true)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            *host.cancelled.lock().unwrap_or_else(|e| e.into_inner()),
+            ["never"]
+        );
+        let o = run_with(
+            "await tools.never({});",
+            Arc::new(Echo::default()),
+            Some(Instant::now() + Duration::from_millis(100)),
+        );
+        assert_eq!(
+            o.error.as_deref(),
+            Some("Script timed out: Execution timed out")
+        );
+    }
+
+    #[test]
     fn errors_exits_and_never_settling_promises() {
         let o = run_script("text('before'); throw new TypeError('bad');");
         assert!(!o.ok);
@@ -454,13 +671,9 @@ mod tests {
             o.error.as_deref().unwrap_or("").starts_with("SyntaxError"),
             "{o:?}"
         );
-        let o = run(
+        let o = run_with(
             "while (true) {}",
-            &[],
-            &json!([]),
-            &json!({}),
-            Arc::new(Echo),
-            CancellationToken::new(),
+            Arc::new(Echo::default()),
             Some(Instant::now() + std::time::Duration::from_millis(50)),
         );
         assert_eq!(

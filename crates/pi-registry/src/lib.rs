@@ -48,6 +48,7 @@ mod scope;
 mod selection;
 mod store;
 mod thinking;
+mod typed_models;
 mod virtual_models;
 
 pub use auth_json::ensure_agent_files;
@@ -72,4 +73,5 @@ pub use selection::{
 pub use thinking::{
     clamp_thinking, clamp_thinking_str, next_thinking_level, supported_thinking_levels,
 };
+pub use typed_models::MODEL_TYPES;
 pub use virtual_models::{VIRTUAL_MODEL_API, is_virtual};

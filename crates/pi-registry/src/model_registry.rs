@@ -130,7 +130,7 @@ pub struct ModelRegistry {
     available: Vec<Arc<Model>>,
     pub(crate) local: Option<LocalProvider>,
     /// `models-store.json`, kept to rebuild the providers when an extension registers one.
-    store: ModelsStore,
+    pub(crate) store: ModelsStore,
     /// Extension registrations (merged per provider), in registration order.
     pub(crate) extensions: Vec<(String, JsObject)>,
     /// Virtual models extensions registered, in registration order.
@@ -270,11 +270,7 @@ impl ModelRegistry {
                 )
             } else if let Some(i) = builtin_index {
                 let meta = &cat.providers()[i];
-                let kind = match id.as_str() {
-                    "openrouter" => StoreKind::Personalized,
-                    "radius" => StoreKind::Replace,
-                    _ => StoreKind::Remote,
-                };
+                let kind = ModelsStore::kind_of(&id);
                 let stored = store.apply(&id, kind, bundled_at, || cat.model_objects(i));
                 let base = match stored {
                     Some(objects) => Some((None, objects)),

@@ -102,6 +102,52 @@ impl ModelsStore {
     }
 }
 
+impl ModelsStore {
+    /// The classifier and image models of `provider`: `base` (the bundled ones) with the cached
+    /// catalog applied the way its chat models are (merged by id for a remote catalog, replaced
+    /// for a personalized or replacing one).
+    pub(crate) fn apply_typed(
+        &self,
+        provider: &str,
+        kind: StoreKind,
+        bundled_at: Option<f64>,
+        base: Vec<JsObject>,
+    ) -> Vec<JsObject> {
+        let Some(cached) = self.cached(provider, kind, bundled_at) else {
+            return base;
+        };
+        let has_chat = cached.iter().any(|m| model_type(m) == "chat");
+        let typed: Vec<JsObject> = cached
+            .into_iter()
+            .filter(|m| model_type(m) != "chat")
+            .collect();
+        match kind {
+            StoreKind::Remote => {
+                let mut merged = base;
+                for model in typed {
+                    let id = model.get("id").cloned();
+                    match merged.iter().position(|m| m.get("id") == id.as_ref()) {
+                        Some(i) => merged[i] = model,
+                        None => merged.push(model),
+                    }
+                }
+                merged
+            }
+            StoreKind::Personalized if !has_chat => base,
+            StoreKind::Personalized | StoreKind::Replace => typed,
+        }
+    }
+
+    /// How `provider`'s cached catalog combines with its bundled models.
+    pub(crate) fn kind_of(provider: &str) -> StoreKind {
+        match provider {
+            "openrouter" => StoreKind::Personalized,
+            "radius" => StoreKind::Replace,
+            _ => StoreKind::Remote,
+        }
+    }
+}
+
 fn model_type(model: &JsObject) -> &str {
     model.get("type").and_then(Value::as_str).unwrap_or("chat")
 }
@@ -123,6 +169,32 @@ mod tests {
                 .filter_map(|m| m["id"].as_str().map(str::to_string))
                 .collect()
         })
+    }
+
+    #[test]
+    fn typed_models_follow_the_cached_catalog() {
+        let s = store(json!({
+            "typesafe": {"models": [
+                {"id": "jev-latest", "provider": "typesafe", "type": "classifier", "name": "Jev 2"},
+                {"id": "jev-next", "provider": "typesafe", "type": "classifier"},
+                {"id": "chat-1", "provider": "typesafe"}], "lastModified": 10},
+            "openrouter": {"models": [{"id": "img", "provider": "openrouter", "type": "image"}]}
+        }));
+        let base = vec![json!({"id": "jev-latest", "type": "classifier", "name": "Jev"})]
+            .into_iter()
+            .filter_map(|v| v.as_object().cloned())
+            .collect::<Vec<_>>();
+        let merged = s.apply_typed("typesafe", StoreKind::Remote, Some(5.0), base.clone());
+        assert_eq!(
+            ids(Some(merged.clone())),
+            Some(vec!["jev-latest".into(), "jev-next".into()])
+        );
+        assert_eq!(merged[0]["name"], "Jev 2");
+        let old = s.apply_typed("typesafe", StoreKind::Remote, Some(20.0), base.clone());
+        assert_eq!(old[0]["name"], "Jev");
+        // A personalized catalog without chat models leaves the bundled ones.
+        let kept = s.apply_typed("openrouter", StoreKind::Personalized, None, base);
+        assert_eq!(ids(Some(kept)), Some(vec!["jev-latest".into()]));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! Behaviour is chosen by flags so one binary serves every scenario:
 //! `--name <server name>`, `--instructions <text>`, `--fail-start <message>` (read the first
-//! request, write the message to stderr and exit 1 without answering), `--no-resources`. Tools:
+//! request, write the message to stderr and exit 1 without answering), `--no-resources`,
+//! `--meet` (adds the `meet` tool, stdio only). Tools:
 //!
 //! | tool | result |
 //! |---|---|
@@ -14,6 +15,7 @@
 //! | `progress {steps}` | `steps` progress notifications, then `done` |
 //! | `crash {}` | writes `crashing` to stderr and exits 3 without answering (a server that dies mid-call) |
 //! | `fail {}` | a JSON-RPC error `-32000 tool failed on purpose` |
+//! | `meet {text}` | (`--meet`) no answer until a second `meet` call arrives; then both are answered, the later one first and the earlier one 300 ms after, each with `<own text> met <other text>`: a client that waits for one call before sending the next never gets an answer |
 //!
 //! The server also answers `ping`, `resources/list` (one text resource) and `resources/read`.
 //! It is synchronous and std-only: a test server must be obviously correct.
@@ -28,6 +30,7 @@ pub struct ServerOptions {
     pub instructions: Option<String>,
     pub fail_start: Option<String>,
     pub resources: bool,
+    pub meet: bool,
 }
 
 impl ServerOptions {
@@ -45,6 +48,7 @@ impl ServerOptions {
                 "--instructions" => o.instructions = Some(value()?),
                 "--fail-start" => o.fail_start = Some(value()?),
                 "--no-resources" => o.resources = false,
+                "--meet" => o.meet = true,
                 other => return Err(format!("unknown flag {other}")),
             }
         }
@@ -98,6 +102,8 @@ pub fn run_stdio(opts: &ServerOptions) -> i32 {
         return 1;
     }
     let mut out = std::io::stdout().lock();
+    // A `meet` call waiting for its partner: (request id, text).
+    let mut waiting: Option<(Value, String)> = None;
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
@@ -108,6 +114,37 @@ pub fn run_stdio(opts: &ServerOptions) -> i32 {
         };
         if msg.get("method").is_none() || msg.get("id").is_none() {
             continue; // responses to nothing we asked, and notifications
+        }
+        if opts.meet
+            && msg.get("method") == Some(&json!("tools/call"))
+            && msg.pointer("/params/name") == Some(&json!("meet"))
+        {
+            let id = msg.get("id").cloned().unwrap_or(Value::Null);
+            let own = msg
+                .pointer("/params/arguments/text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let Some((first_id, first)) = waiting.take() else {
+                waiting = Some((id, own));
+                continue;
+            };
+            // The later call first; the earlier one a moment after, so the client handles the
+            // two answers one at a time (events in an order that does not depend on reads).
+            let answers = [
+                (id, format!("{own} met {first}")),
+                (first_id, format!("{first} met {own}")),
+            ];
+            for (n, (id, t)) in answers.into_iter().enumerate() {
+                if n > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                let reply = json!({"jsonrpc": "2.0", "id": id, "result": text(t)});
+                if writeln!(out, "{reply}").and_then(|_| out.flush()).is_err() {
+                    return 0;
+                }
+            }
+            continue;
         }
         let Some(reply) = reply(opts, &msg, &mut out) else {
             eprintln!("crashing");
@@ -165,7 +202,16 @@ fn handle(
             Handled::Result(r)
         }
         "ping" => Handled::Result(json!({})),
-        "tools/list" => Handled::Result(json!({"tools": tools()})),
+        "tools/list" => {
+            let mut list = tools();
+            if opts.meet
+                && let Some(a) = list.as_array_mut()
+            {
+                a.push(json!({"name": "meet", "description": "Answers once a second meet call arrives",
+                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}));
+            }
+            Handled::Result(json!({"tools": list}))
+        }
         "resources/list" if opts.resources => Handled::Result(json!({"resources": [
             {"uri": "test://readme", "name": "readme", "mimeType": "text/plain"}
         ]})),

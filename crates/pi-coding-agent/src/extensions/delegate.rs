@@ -348,6 +348,45 @@ impl HostDelegate {
                 let errors = super::model_refresh::refresh(&host, &rt.core.registry, options).await;
                 Ok(json!({ "errors": errors }))
             }
+            // `ctx.modelRegistry.classify()` / `generateImages()`: the model as the extension
+            // gives it, credentials of its provider.
+            "classify" | "generate_images" => {
+                use pi_mcp::codemode_models::ModelsHost;
+                let model = params
+                    .get("model")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                let context = params.get("context").cloned().unwrap_or(Value::Null);
+                let classify = method == "classify";
+                let (want, noun) = if classify {
+                    ("classifier", "a classifier")
+                } else {
+                    ("image", "an image")
+                };
+                let actual = model.get("type").and_then(Value::as_str).unwrap_or("chat");
+                if actual != want {
+                    let text = format!(
+                        "Model {}/{} is not {noun} model",
+                        model.get("provider").and_then(Value::as_str).unwrap_or(""),
+                        model.get("id").and_then(Value::as_str).unwrap_or("")
+                    );
+                    return Ok(if classify {
+                        pi_ai::classify::error_result(&model, &text, false)
+                    } else {
+                        pi_ai::images::error_result(&model, &text, false)
+                    });
+                }
+                let host = crate::runtime::codemode_models::SessionModels {
+                    core: Arc::downgrade(&rt.core),
+                };
+                let cancel = tokio_util::sync::CancellationToken::new();
+                Ok(if classify {
+                    host.classify(model, context, cancel).await
+                } else {
+                    host.generate_images(model, context, cancel).await
+                })
+            }
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
                 let model = lock(&rt.core.registry)
@@ -495,6 +534,20 @@ fn models_query(rt: &Runtime, params: &Value) -> CallResult {
         )),
         "isUsingOAuth" => Ok(json!(registry.is_using_oauth(text(params, "provider")?))),
         "providers" => Ok(json!(registry.provider_ids())),
+        // Classifier and image models (chat models go through `all`/`available`).
+        "ofType" => to_json(&registry.models_of_type(
+            text(params, "type")?,
+            params.get("provider").and_then(Value::as_str),
+        )),
+        "availableOfType" => to_json(&registry.available_of_type(
+            text(params, "type")?,
+            params.get("provider").and_then(Value::as_str),
+        )),
+        "modelOfType" => to_json(&registry.model_of_type(
+            text(params, "type")?,
+            text(params, "provider")?,
+            text(params, "id")?,
+        )),
         other => Err(format!("unknown model query `{other}`")),
     }
 }

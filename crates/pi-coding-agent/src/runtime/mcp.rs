@@ -630,6 +630,11 @@ impl codemode::CodemodeHost for Core {
         store
     }
 
+    fn models(&self) -> Option<Arc<dyn pi_mcp::codemode_models::ModelsHost>> {
+        let core = self.this.get().cloned()?;
+        Some(Arc::new(super::codemode_models::SessionModels { core }))
+    }
+
     fn append_store(&self, writes: Value) {
         if let Err(e) =
             lock(&self.session).append_custom_entry(codemode::STORE_ENTRY_TYPE, Some(writes))

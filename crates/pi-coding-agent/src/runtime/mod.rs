@@ -10,6 +10,7 @@ mod emit;
 mod hooks;
 mod listener;
 
+pub(crate) mod codemode_models;
 mod local_model;
 mod mcp;
 mod model_cmds;

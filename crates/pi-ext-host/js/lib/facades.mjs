@@ -45,15 +45,22 @@ export function createModelRegistryFacade() {
 		getAll: () => modelsQuery("all"),
 		getAvailable: () => modelsQuery("available"),
 		find: (provider, modelId) => orUndefined(modelsQuery("find", { provider, id: modelId })),
+		// Classifier and image models live in pi's catalog of other model types; chat models are
+		// the ones `getAll()` lists.
 		findOfType(type, provider, modelId) {
+			if (type !== "chat") return orUndefined(modelsQuery("modelOfType", { type, provider, id: modelId }));
 			const model = registry.find(provider, modelId);
 			return model && modelType(model) === type ? model : undefined;
 		},
 		getModelOfType: (type, provider, modelId) => registry.findOfType(type, provider, modelId),
 		getModelsOfType: (type, provider) =>
-			registry.getAll().filter((m) => modelType(m) === type && (provider === undefined || m.provider === provider)),
+			type !== "chat"
+				? modelsQuery("ofType", { type, provider })
+				: registry.getAll().filter((m) => modelType(m) === type && (provider === undefined || m.provider === provider)),
 		getAvailableOfType: async (type, provider) =>
-			registry.getAvailable().filter((m) => modelType(m) === type && (provider === undefined || m.provider === provider)),
+			type !== "chat"
+				? modelsQuery("availableOfType", { type, provider })
+				: registry.getAvailable().filter((m) => modelType(m) === type && (provider === undefined || m.provider === provider)),
 		hasConfiguredAuth: (model) =>
 			modelsQuery("hasConfiguredAuth", { provider: typeof model === "string" ? model : model?.provider }),
 		isUsingOAuth: (model) => modelsQuery("isUsingOAuth", { provider: typeof model === "string" ? model : model?.provider }),
@@ -95,8 +102,8 @@ export function createModelRegistryFacade() {
 		complete: (model, context, options) => remoteComplete(model, context, options, false),
 		stream: (model, context, options) => remoteStream(model, context, options, false),
 		streamSimple: (model, context, options) => remoteStream(model, context, options, true),
-		classify: async () => unsupported("classify")(),
-		generateImages: async () => unsupported("generateImages")(),
+		classify: (model, context) => callAsync("classify", { model, context }),
+		generateImages: (model, context) => callAsync("generate_images", { model, context }),
 		registerProvider: unsupported("registerProvider"),
 		unregisterProvider: unsupported("unregisterProvider"),
 		registerVirtualModel: unsupported("registerVirtualModel"),

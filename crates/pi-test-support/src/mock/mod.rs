@@ -274,7 +274,12 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
     };
     state.activity.notify_waiters();
 
-    let Some(api) = WireApi::from_path(req.path()) else {
+    // Classifier endpoints answer plain JSON (a reply's `json`); errors look like OpenAI's.
+    let json_route = ["/systemone", "/decisions", "/run"]
+        .iter()
+        .any(|end| req.path().ends_with(end));
+    let Some(api) = WireApi::from_path(req.path()).or(json_route.then_some(WireApi::OpenAiChat))
+    else {
         let body = json!({"error": {"message": format!("mock: no route for {} {}", req.method, req.target)}});
         return http::write_full(&mut wr, 404, &json_headers(), body.to_string().as_bytes()).await;
     };
@@ -322,6 +327,11 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
         let mut headers = json_headers();
         headers.append(&mut extra);
         return http::write_full(&mut wr, status, &headers, text.as_bytes()).await;
+    }
+    if let Some(body) = &reply.json {
+        let mut headers = json_headers();
+        headers.append(&mut extra);
+        return http::write_full(&mut wr, 200, &headers, body.to_string().as_bytes()).await;
     }
 
     let frames = if reply.raw_sse.is_empty() {

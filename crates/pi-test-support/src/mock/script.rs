@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 /// * `status` other than 200 answers with an HTTP error (`body` or a realistic provider body).
 /// * `drop_connection` closes the socket without answering.
 /// * `raw_sse` serves hand-built SSE frames verbatim (for wire APIs or shapes the renderer lacks).
+/// * `json` answers 200 with that JSON body, not streamed (classifier endpoints, image
+///   generation over chat completions).
 /// * otherwise `text` (shorthand for one text step) or `stream` is rendered as a streaming answer
 ///   ending with `stop` and `usage`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -46,6 +48,8 @@ pub struct Reply {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw_sse: Vec<RawSseEvent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
 }
 
 fn is_false(b: &bool) -> bool {
