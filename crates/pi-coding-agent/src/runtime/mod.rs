@@ -4,6 +4,7 @@
 
 mod additions;
 mod approvals;
+mod catalog_refresh;
 mod commands_misc;
 mod compaction;
 mod emit;
