@@ -6,6 +6,7 @@
 
 pub mod credentials;
 pub mod eventstream;
+mod remote_credentials;
 pub mod request;
 pub mod sigv4;
 
