@@ -551,3 +551,95 @@ fn sha1_hex(data: &[u8]) -> String {
     let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, data);
     d.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A transcript whose tool prefers strict sampling, for a model that supports it.
+async fn ask_with_strict_tool(
+    base: &str,
+    session: Option<&str>,
+) -> pi_protocol::message::AssistantMessage {
+    let mut model = claude(base);
+    model.compat = serde_json::from_value(json!({"supportsStrictMode": true})).unwrap();
+    let system: AgentMessage = serde_json::from_value(json!({
+        "role": "system", "content": "sys", "timestamp": 1,
+        "toolsAdded": [{"name": "read", "description": "d",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+            "constrainedSampling": {"type": "json_schema", "strict": "prefer"}}]
+    }))
+    .unwrap();
+    let ctx = LlmContext::from_messages(vec![
+        system,
+        AgentMessage::User(UserMessage::new(StringOrBlocks::Text("hello".into()), 1)),
+    ]);
+    let options = StreamOptions {
+        api_key: Some("bt".into()),
+        session_id: session.map(String::from),
+        ..StreamOptions::default()
+    };
+    let mut s = pi_ai::stream(&model, ctx, options);
+    while let Some(ev) = s.next().await {
+        if let StreamEvent::Done { message } | StreamEvent::Error { message } = ev {
+            return message;
+        }
+    }
+    panic!("no final message");
+}
+
+fn validation(message: &str) -> Reply {
+    Reply::error(
+        400,
+        &json!({"__type": "ValidationException", "message": message}).to_string(),
+        "application/json",
+    )
+}
+
+fn strict_flags(mock: &Mock) -> Vec<Option<bool>> {
+    mock.requests()
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_str(&r.body).unwrap();
+            body["toolConfig"]["tools"][0]["toolSpec"]["strict"].as_bool()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn strict_tools_over_claudes_limits_are_retried_once_without_strict() {
+    let limit = "Too many strict tools (21 > 20)";
+    let mock = Mock::start(vec![validation(limit), answer()]).await;
+    let msg = ask_with_strict_tool(&mock.base(), Some("strict-retry-session")).await;
+    assert_eq!(msg.error_message, None);
+    assert_eq!(strict_flags(&mock), [Some(true), None]);
+    let d = msg.diagnostics.as_ref().unwrap();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].kind, "bedrock_strict_tools_fallback");
+    assert_eq!(d[0].error.as_ref().unwrap().message, limit);
+    assert_eq!(
+        d[0].details.as_ref().unwrap()["reason"],
+        "strict_tool_limits_exceeded"
+    );
+    // The session's next request goes non-strict at once.
+    let again = Mock::start(vec![answer()]).await;
+    let msg = ask_with_strict_tool(&again.base(), Some("strict-retry-session")).await;
+    assert_eq!(msg.error_message, None);
+    assert_eq!(strict_flags(&again), [None]);
+    assert!(msg.diagnostics.is_none());
+}
+
+#[tokio::test]
+async fn other_validation_errors_and_a_second_rejection_are_not_retried() {
+    let mock = Mock::start(vec![validation("Malformed input request")]).await;
+    let msg = ask_with_strict_tool(&mock.base(), None).await;
+    assert_eq!(
+        msg.error_message.as_deref(),
+        Some("Validation error: Malformed input request")
+    );
+    assert_eq!(mock.requests().len(), 1);
+    let limit = "The compiled grammar is too large";
+    let mock = Mock::start(vec![validation(limit), validation(limit)]).await;
+    let msg = ask_with_strict_tool(&mock.base(), None).await;
+    assert_eq!(
+        msg.error_message.as_deref(),
+        Some("Validation error: The compiled grammar is too large")
+    );
+    assert_eq!(strict_flags(&mock), [Some(true), None]);
+}
