@@ -728,6 +728,7 @@ impl State {
                 out.emit(StreamEvent::TextEnd {
                     index,
                     content,
+                    signature: None,
                     usage,
                 })
                 .await;
@@ -739,6 +740,7 @@ impl State {
                     out.emit(StreamEvent::ThinkingEnd {
                         index,
                         content,
+                        signature: None,
                         usage,
                     })
                     .await;
