@@ -123,13 +123,13 @@ struct Login {
 
 /// Runs `pi auth login <provider>` on a pseudo-terminal with a recording `xdg-open`; once the
 /// URL is opened, calls `redirect(url)` (the address the browser is sent back to) with
-/// `code=browser-code` and the state `state(url)`.
+/// `code=browser-code` and the parameters `extra(url)` (`&state=...`).
 fn browser_login(
     root: &Path,
     provider: &str,
     origin: &str,
     redirect: fn(&str) -> String,
-    state: fn(&str) -> Option<String>,
+    extra: fn(&str) -> String,
     wait: Duration,
 ) -> Login {
     let bin = root.join("bin");
@@ -177,11 +177,7 @@ fn browser_login(
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut callback = redirect(&url);
-    callback.push_str("?code=browser-code");
-    if let Some(s) = state(&url) {
-        callback.push_str(&format!("&state={s}"));
-    }
+    let callback = format!("{}?code=browser-code{}", redirect(&url), extra(&url));
     let callback_status = browser_get(&callback);
     // Wait for the exit (bounded); a login still waiting is killed.
     let deadline = Instant::now() + wait;
@@ -214,8 +210,8 @@ fn redirect_param(url: &str) -> String {
     query_param(url, "redirect_uri").unwrap()
 }
 
-fn state_param(url: &str) -> Option<String> {
-    query_param(url, "state")
+fn state_param(url: &str) -> String {
+    format!("&state={}", query_param(url, "state").unwrap())
 }
 
 #[test]
@@ -256,11 +252,17 @@ fn anthropic_browser_login_takes_the_loopback_callback() {
     assert_eq!(body["code_verifier"], body["state"]);
 }
 
+/// OpenAI's two sign-ins share port 1455, so they run one after the other.
 #[test]
-fn codex_browser_login_takes_the_callback_on_port_1455() {
+fn openai_sign_ins_take_the_callback_on_port_1455() {
     if !have_script() || TcpListener::bind("127.0.0.1:1455").is_err() {
         return;
     }
+    codex_browser_login_takes_the_callback();
+    chatgpt_sign_in_registers_a_client_and_stores_its_id();
+}
+
+fn codex_browser_login_takes_the_callback() {
     // The access token names the ChatGPT account.
     let access = "eyJhbGciOiJub25lIn0.eyJodHRwczovL2FwaS5vcGVuYWkuY29tL2F1dGgiOnsiY2hhdGdwdF9hY2NvdW50X2lkIjoiYWNjdC0xMjM0In19.sig";
     let (origin, seen) = token_server(
@@ -307,7 +309,7 @@ fn openrouter_browser_login_takes_the_callback() {
         "openrouter",
         &origin,
         |url| query_param(url, "callback_url").unwrap(),
-        |_| None,
+        |_| String::new(),
         FINISH,
     );
     assert_eq!(login.code, 0, "{}", login.out);
@@ -330,7 +332,7 @@ fn a_callback_with_another_state_is_refused() {
         "anthropic",
         &origin,
         redirect_param,
-        |_| Some("forged".into()),
+        |_| "&state=forged".into(),
         Duration::from_secs(2),
     );
     assert_eq!(login.callback_status, 400);
@@ -342,4 +344,62 @@ fn a_callback_with_another_state_is_refused() {
             .map(|t| !t.contains("anthropic"))
             .unwrap_or(true)
     );
+}
+
+fn chatgpt_sign_in_registers_a_client_and_stores_its_id() {
+    let (origin, seen) = token_server(
+        "/api/accounts/oauth/token",
+        json!({"access_token": "at-chatgpt", "refresh_token": "rt-chatgpt", "id_token": "idt",
+            "scope": "openid resource.invoke chatgpt.tokens.use.direct", "expires_in": 3600}),
+    );
+    let tmp = pi_test_support::TempDir::new();
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    let login = browser_login(
+        tmp.path(),
+        "openai",
+        &origin,
+        redirect_param,
+        |url| format!("{}&client_id=issued-client", state_param(url)),
+        FINISH,
+    );
+    assert_eq!(login.code, 0, "{}", login.out);
+    assert_eq!(login.callback_status, 200);
+    assert!(
+        login
+            .opened
+            .starts_with("https://auth.openai.com/api/accounts/authorize?client_id=dynamic_agent_client&agent_name_hint=Pi&ext_agent_host_id=urn%3Auuid%3A"),
+        "{}",
+        login.opened
+    );
+    assert_eq!(
+        redirect_param(&login.opened),
+        "http://127.0.0.1:1455/auth/callback"
+    );
+    // The installation's device id was created in the global settings and names the host.
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("agent/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let device = settings["deviceId"].as_str().unwrap();
+    assert_eq!(
+        query_param(&login.opened, "ext_agent_host_id").unwrap(),
+        format!("urn:uuid:{device}")
+    );
+    let c = &stored(tmp.path())["openai"];
+    assert_eq!(c["type"], "oauth");
+    assert_eq!(c["access"], "at-chatgpt");
+    assert_eq!(c["refresh"], "rt-chatgpt");
+    assert_eq!(c["clientId"], "issued-client");
+    assert_eq!(
+        c["scopes"],
+        json!(["openid", "resource.invoke", "chatgpt.tokens.use.direct"])
+    );
+    let body = seen.lock().unwrap()[0].1.clone();
+    assert!(
+        body.starts_with(
+            "grant_type=authorization_code&client_id=issued-client&code=browser-code&code_verifier="
+        ),
+        "{body}"
+    );
+    assert!(body.ends_with("&redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback&resource=https%3A%2F%2Fapi.openai.com%2Fv1"), "{body}");
 }

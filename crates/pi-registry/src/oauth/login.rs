@@ -4,7 +4,7 @@
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
 //! Copilot, xAI, Kimi Code and Meta (device code), OpenRouter (browser), Radius (device code;
-//! its browser sign-in is not built). ChatGPT sign-in answers that it is not in this build.
+//! its browser sign-in is not built); Sign in with ChatGPT is in `chatgpt_login.rs`.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -45,6 +45,11 @@ pub trait Interaction: Send {
     fn ask<'a>(&'a mut self, message: &'a str, placeholder: Option<&'a str>) -> Answer<'a>;
     /// A line pasted while a browser callback may still arrive; cancelled when it does.
     fn paste<'a>(&'a mut self, message: &'a str, placeholder: Option<&'a str>) -> Answer<'a>;
+    /// This installation's stable id (a UUID, created on first use), which Sign in with
+    /// ChatGPT names the agent host by; `None` where there is none.
+    fn device_id(&mut self) -> Option<String> {
+        None
+    }
 }
 
 const ANTHROPIC_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
@@ -73,6 +78,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
         Flow::OpenRouter => openrouter(ui).await,
         Flow::Meta => meta(ui).await,
         Flow::Radius { gateway } => radius(gateway, ui).await,
+        Flow::OpenAiChatGpt => super::chatgpt_login::chatgpt(ui).await,
         other => Err(format!(
             "{} sign-in is not available in this build of pi in Rust; sign in with Pi, or use --api-key where the provider takes one",
             other.name()
@@ -80,7 +86,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
     }
 }
 
-fn random_b64url(n: usize) -> Result<String, String> {
+pub(crate) fn random_b64url(n: usize) -> Result<String, String> {
     let mut bytes = vec![0u8; n];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
         .map_err(|_| "no random numbers available".to_string())?;
@@ -128,7 +134,7 @@ pub fn parse_authorization_input(input: &str) -> (Option<String>, Option<String>
     (Some(value.to_string()), None)
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.replace('+', " ").into_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -6,6 +6,7 @@
 //! Token endpoints are the providers' own. `PI_OAUTH_ENDPOINT_ORIGIN` (ours, for tests) sends
 //! every OAuth request to another origin with the same path.
 
+mod chatgpt_login;
 pub mod extension;
 pub mod login;
 pub mod refresh;
