@@ -22,6 +22,11 @@ type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 /// A token endpoint answering `reply` on `path` (404 elsewhere); records bodies.
 fn token_server(path: &'static str, reply: Value) -> (String, Seen) {
+    server(vec![(path, reply)])
+}
+
+/// Answers each of `routes` (path, JSON) with 200, anything else with 404; records bodies.
+fn server(routes: Vec<(&'static str, Value)>) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let seen: Seen = Arc::default();
@@ -48,10 +53,9 @@ fn token_server(path: &'static str, reply: Value) -> (String, Seen) {
             s.lock()
                 .unwrap()
                 .push((target.clone(), String::from_utf8_lossy(&body).into_owned()));
-            let (status, text) = if target == path {
-                (200, reply.to_string())
-            } else {
-                (404, "{}".to_string())
+            let (status, text) = match routes.iter().find(|(p, _)| *p == target) {
+                Some((_, reply)) => (200, reply.to_string()),
+                None => (404, "{}".to_string()),
             };
             let _ = write!(
                 conn,
@@ -402,4 +406,59 @@ fn chatgpt_sign_in_registers_a_client_and_stores_its_id() {
         "{body}"
     );
     assert!(body.ends_with("&redirect_uri=http%3A%2F%2F127.0.0.1%3A1455%2Fauth%2Fcallback&resource=https%3A%2F%2Fapi.openai.com%2Fv1"), "{body}");
+}
+
+#[test]
+fn radius_browser_sign_in_trades_the_code_in_the_callback() {
+    if !have_script() || TcpListener::bind("127.0.0.1:1456").is_err() {
+        return;
+    }
+    let (origin, seen) = server(vec![
+        (
+            "/v1/oauth",
+            json!({"authorizationEndpoint": "https://radius.example/authorize"}),
+        ),
+        (
+            "/v1/oauth/token",
+            json!({"access_token": "rad-b", "refresh_token": "rad-rb", "expires_in": 3600, "scope": "gateway offline_access"}),
+        ),
+    ]);
+    let tmp = pi_test_support::TempDir::new();
+    std::fs::create_dir_all(tmp.path().join("agent")).unwrap();
+    let login = browser_login(
+        tmp.path(),
+        "radius",
+        &origin,
+        redirect_param,
+        state_param,
+        FINISH,
+    );
+    assert_eq!(login.code, 0, "{}", login.out);
+    assert_eq!(login.callback_status, 200);
+    assert!(
+        login
+            .opened
+            .starts_with("https://radius.example/authorize?response_type=code&client_id=pi-gateway&redirect_uri=http%3A%2F%2F127.0.0.1%3A1456%2Foauth%2Fcallback&scope=gateway+offline_access&code_challenge="),
+        "{}",
+        login.opened
+    );
+    assert!(
+        login.opened.contains("&handoff=url&state="),
+        "{}",
+        login.opened
+    );
+    assert!(
+        login
+            .out
+            .contains("Listening for OAuth callback on http://127.0.0.1:1456/oauth/callback"),
+        "{}",
+        login.out
+    );
+    let c = &stored(tmp.path())["radius"];
+    assert_eq!(c["access"], "rad-b");
+    assert_eq!(c["scope"], "gateway offline_access");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen[0].0, "/v1/oauth");
+    assert_eq!(seen[1].0, "/v1/oauth/token");
+    assert!(seen[1].1.starts_with("grant_type=authorization_code&client_id=pi-gateway&redirect_uri=http%3A%2F%2F127.0.0.1%3A1456%2Foauth%2Fcallback&code=browser-code&code_verifier="), "{}", seen[1].1);
 }

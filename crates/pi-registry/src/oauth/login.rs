@@ -4,7 +4,7 @@
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
 //! Copilot, xAI, Kimi Code and Meta (device code), OpenRouter (browser), Radius (device code;
-//! its browser sign-in is not built); Sign in with ChatGPT is in `chatgpt_login.rs`.
+//! its browser sign-in is in `radius_login.rs`); Sign in with ChatGPT is in `chatgpt_login.rs`.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -1074,7 +1074,7 @@ async fn radius(gateway: &str, ui: &mut dyn Interaction) -> Result<Value, String
         )
         .await?;
     if method == "browser" {
-        return Err("Radius browser sign-in is not available in this build of pi in Rust; run `pi auth login radius --no-browser` for the device code".into());
+        return super::radius_login::browser(gateway, ui).await;
     }
     let base = gateway.trim_end_matches('/');
     let headers = [
@@ -1155,20 +1155,7 @@ async fn radius(gateway: &str, ui: &mut dyn Interaction) -> Result<Value, String
         }
     })
     .await?;
-    let data: Value = pi_js::parse::parse_js_json(&done).unwrap_or(Value::Null);
-    let expires_in = data["expires_in"].as_f64().unwrap_or(f64::NAN);
-    let mut out = serde_json::Map::new();
-    out.insert("type".into(), "oauth".into());
-    out.insert("access".into(), data["access_token"].clone());
-    out.insert("refresh".into(), data["refresh_token"].clone());
-    out.insert(
-        "expires".into(),
-        refresh::num(refresh::now() + expires_in * 1000.0 - 60_000.0),
-    );
-    if let Some(s) = data.get("scope") {
-        out.insert("scope".into(), s.clone());
-    }
-    Ok(Value::Object(out))
+    Ok(super::radius_login::credential(&done))
 }
 
 const OPENROUTER_AUTHORIZE_URL: &str = "https://openrouter.ai/auth";

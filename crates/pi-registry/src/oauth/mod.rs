@@ -9,6 +9,7 @@
 mod chatgpt_login;
 pub mod extension;
 pub mod login;
+mod radius_login;
 pub mod refresh;
 pub mod store;
 

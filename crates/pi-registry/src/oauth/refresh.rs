@@ -95,7 +95,7 @@ pub(crate) async fn post(
     finish(resp).await
 }
 
-async fn get(url: &str, headers: &[(&str, &str)]) -> Result<Reply, String> {
+pub(crate) async fn get(url: &str, headers: &[(&str, &str)]) -> Result<Reply, String> {
     let mut req = client()?.get(url);
     for (k, v) in headers {
         req = req.header(*k, *v);
