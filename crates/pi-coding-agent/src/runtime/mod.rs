@@ -23,6 +23,7 @@ mod state;
 mod tools;
 
 pub use additions::ListSessionsParams;
+pub(crate) use catalog_refresh::refresh_builtin;
 pub(crate) use prompt::custom_message;
 pub use prompt::{Preflight, PromptOrigin, PromptRequest};
 pub use startup::{cli_registry, list_models, start};
