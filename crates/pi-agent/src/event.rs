@@ -189,12 +189,14 @@ fn wire_update(event: &StreamEvent) -> (&Usage, WireAssistantEvent<'_>) {
         StreamEvent::TextEnd {
             index,
             content,
+            signature,
             usage,
         } => (
             usage,
             W::TextEnd {
                 content_index: idx(index),
                 content: Cow::Borrowed(content),
+                content_signature: signature.as_deref().map(Cow::Borrowed),
             },
         ),
         StreamEvent::ThinkingStart { index, usage } => (
@@ -217,12 +219,14 @@ fn wire_update(event: &StreamEvent) -> (&Usage, WireAssistantEvent<'_>) {
         StreamEvent::ThinkingEnd {
             index,
             content,
+            signature,
             usage,
         } => (
             usage,
             W::ThinkingEnd {
                 content_index: idx(index),
                 content: Cow::Borrowed(content),
+                content_signature: signature.as_deref().map(Cow::Borrowed),
             },
         ),
         StreamEvent::ToolcallStart {

@@ -86,6 +86,7 @@ fn stream(script: Arc<Script>) -> pi_agent::StreamFn {
                         tx.send(StreamEvent::TextEnd {
                             index: 0,
                             content: t.into(),
+                            signature: None,
                             usage,
                         })
                         .await;

@@ -374,11 +374,13 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
             AssistantBlock::Text(t) => StreamEvent::TextEnd {
                 index,
                 content: t.text.clone(),
+                signature: None,
                 usage: usage.clone(),
             },
             AssistantBlock::Thinking(t) => StreamEvent::ThinkingEnd {
                 index,
                 content: t.thinking.clone(),
+                signature: None,
                 usage: usage.clone(),
             },
             AssistantBlock::ToolCall(tc) => StreamEvent::ToolcallEnd {

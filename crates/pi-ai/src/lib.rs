@@ -26,6 +26,7 @@ pub mod request;
 pub mod sse;
 pub mod stream;
 pub mod strict_schema;
+pub mod strict_tool_limits;
 pub mod tool_args;
 pub mod transcript;
 pub mod transform;

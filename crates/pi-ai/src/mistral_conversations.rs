@@ -503,6 +503,7 @@ impl State {
                 out.emit(StreamEvent::TextEnd {
                     index,
                     content,
+                    signature: None,
                     usage,
                 })
                 .await;
@@ -515,6 +516,7 @@ impl State {
                 out.emit(StreamEvent::ThinkingEnd {
                     index,
                     content,
+                    signature: None,
                     usage,
                 })
                 .await;

@@ -345,6 +345,7 @@ impl Converter {
                 out.emit(StreamEvent::TextEnd {
                     index,
                     content,
+                    signature: ev["contentSignature"].as_str().map(String::from),
                     usage,
                 })
                 .await;
@@ -374,6 +375,7 @@ impl Converter {
                 out.emit(StreamEvent::ThinkingEnd {
                     index,
                     content,
+                    signature: ev["contentSignature"].as_str().map(String::from),
                     usage,
                 })
                 .await;

@@ -161,10 +161,12 @@ pub enum StreamEvent {
         delta: String,
         usage: Usage,
     },
-    /// `content` is the block's complete text.
+    /// `content` is the block's complete text; `signature` the `contentSignature` a pi-messages
+    /// backend sent with it (the event carries it on the wire).
     TextEnd {
         index: usize,
         content: String,
+        signature: Option<String>,
         usage: Usage,
     },
     ThinkingStart {
@@ -179,6 +181,7 @@ pub enum StreamEvent {
     ThinkingEnd {
         index: usize,
         content: String,
+        signature: Option<String>,
         usage: Usage,
     },
     /// `id` and `name` are the tool call's, as the wire's `toolcall_start` reports them.

@@ -17,6 +17,7 @@ fn catalog() -> Vec<pi_protocol::model::Model> {
         env: Env::default(),
         docs_dir: None,
         local: None,
+        llama: false,
     });
     assert!(errors.is_empty(), "{errors:?}");
     registry

@@ -79,8 +79,28 @@ fn assistant_ends(lines: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// The `text_end`/`thinking_end` events of `message_update` records, as on the wire.
+fn block_ends(lines: &[Value]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter(|r| r["type"] == "message_update")
+        .map(|r| r["assistantMessageEvent"].clone())
+        .filter(|e| e["type"] == "text_end" || e["type"] == "thinking_end")
+        .collect()
+}
+
 /// Plays one recorded scenario; the number of prompts played.
 fn play(rt: &tokio::runtime::Runtime, path: &std::path::Path) -> usize {
+    play_comparing(rt, path, false)
+}
+
+/// [`play`], also comparing every text and thinking block's end event with Pi's when
+/// `block_events` (the recordings of answers that complete).
+fn play_comparing(
+    rt: &tokio::runtime::Runtime,
+    path: &std::path::Path,
+    block_events: bool,
+) -> usize {
     let fx: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let name = path.display().to_string();
     let mock = rt.block_on(Mock::start(vec![]));
@@ -167,6 +187,13 @@ fn play(rt: &tokio::runtime::Runtime, path: &std::path::Path) -> usize {
             assistant_ends(&want),
             "{label}: the final messages differ from Pi's"
         );
+        if block_events {
+            assert_eq!(
+                block_ends(&got),
+                block_ends(&want),
+                "{label}: the block end events differ from Pi's"
+            );
+        }
         let sent = mock.requests().len() - before;
         let want_sent = step["requests"].as_array().unwrap().len();
         assert_eq!(
@@ -205,6 +232,20 @@ fn replay(api: &str) {
     }
     eprintln!("{api}: {played} recorded prompts matched through the binary");
     assert!(played >= 20, "{api}: only {played} prompts recorded");
+}
+
+/// A pi-messages backend's `contentSignature` reaches `message_update` as in Pi.
+#[test]
+fn pi_messages_block_ends_carry_the_content_signature() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = std::path::Path::new(FIXTURES).join("pi-messages/conversation.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("contentSignature"));
+    assert!(play_comparing(&rt, &path, true) > 0);
 }
 
 #[test]

@@ -191,6 +191,7 @@ impl Blocks {
                 out.emit(StreamEvent::TextEnd {
                     index: 0,
                     content: text,
+                    signature: None,
                     usage,
                 })
                 .await;
@@ -204,6 +205,7 @@ impl Blocks {
                 out.emit(StreamEvent::TextEnd {
                     index,
                     content,
+                    signature: None,
                     usage,
                 })
                 .await;

@@ -52,6 +52,9 @@ pub enum AssistantMessageEvent {
         #[serde(deserialize_with = "crate::num::de_u64")]
         content_index: u64,
         content: String,
+        /// What a pi-messages backend sent as the block's `contentSignature`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_signature: Option<String>,
         partial: AssistantMessage,
     },
     ThinkingStart {
@@ -69,6 +72,9 @@ pub enum AssistantMessageEvent {
         #[serde(deserialize_with = "crate::num::de_u64")]
         content_index: u64,
         content: String,
+        /// What a pi-messages backend sent as the block's `contentSignature`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_signature: Option<String>,
         partial: AssistantMessage,
     },
     ToolcallStart {
@@ -123,6 +129,8 @@ pub enum WireAssistantEvent<'a> {
         #[serde(deserialize_with = "crate::num::de_u64")]
         content_index: u64,
         content: Cow<'a, str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_signature: Option<Cow<'a, str>>,
     },
     ThinkingStart {
         #[serde(deserialize_with = "crate::num::de_u64")]
@@ -137,6 +145,8 @@ pub enum WireAssistantEvent<'a> {
         #[serde(deserialize_with = "crate::num::de_u64")]
         content_index: u64,
         content: Cow<'a, str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content_signature: Option<Cow<'a, str>>,
     },
     ToolcallStart {
         #[serde(deserialize_with = "crate::num::de_u64")]
@@ -184,9 +194,11 @@ impl WireAssistantEvent<'_> {
             W::TextEnd {
                 content_index,
                 content,
+                content_signature,
             } => W::TextEnd {
                 content_index,
                 content: own(content),
+                content_signature: content_signature.map(own),
             },
             W::ThinkingStart { content_index } => W::ThinkingStart { content_index },
             W::ThinkingDelta {
@@ -199,9 +211,11 @@ impl WireAssistantEvent<'_> {
             W::ThinkingEnd {
                 content_index,
                 content,
+                content_signature,
             } => W::ThinkingEnd {
                 content_index,
                 content: own(content),
+                content_signature: content_signature.map(own),
             },
             W::ToolcallStart {
                 content_index,
@@ -279,10 +293,12 @@ impl AssistantMessageEvent {
             E::TextEnd {
                 content_index,
                 content,
+                content_signature,
                 ..
             } => W::TextEnd {
                 content_index: *content_index,
                 content: Cow::Borrowed(content),
+                content_signature: content_signature.as_deref().map(Cow::Borrowed),
             },
             E::ThinkingStart { content_index, .. } => W::ThinkingStart {
                 content_index: *content_index,
@@ -298,10 +314,12 @@ impl AssistantMessageEvent {
             E::ThinkingEnd {
                 content_index,
                 content,
+                content_signature,
                 ..
             } => W::ThinkingEnd {
                 content_index: *content_index,
                 content: Cow::Borrowed(content),
+                content_signature: content_signature.as_deref().map(Cow::Borrowed),
             },
             E::ToolcallStart {
                 content_index,
@@ -352,6 +370,21 @@ mod tests {
     use pi_js::json::to_js_string;
 
     #[test]
+    fn a_content_signature_travels_on_the_wire() {
+        let partial = AssistantMessage::new("a", "p", "m", StopReason::Pending, 1);
+        let ev = AssistantMessageEvent::TextEnd {
+            content_index: 0,
+            content: "hi".into(),
+            content_signature: Some("sig".into()),
+            partial,
+        };
+        assert_eq!(
+            to_js_string(&ev.to_wire().unwrap()).unwrap(),
+            r#"{"type":"text_end","contentIndex":0,"content":"hi","contentSignature":"sig"}"#
+        );
+    }
+
+    #[test]
     fn wire_form_drops_partial_and_names_tool_calls() {
         let mut partial = AssistantMessage::new("a", "p", "m", StopReason::Pending, 1);
         partial.content.push(AssistantBlock::ToolCall(ToolCall::new(
@@ -376,6 +409,8 @@ mod tests {
             r#"{"type":"start"}"#,
             r#"{"type":"text_delta","contentIndex":1,"delta":"Hello "}"#,
             r#"{"type":"thinking_end","contentIndex":0,"content":"think"}"#,
+            r#"{"type":"thinking_end","contentIndex":0,"content":"think","contentSignature":"sigA"}"#,
+            r#"{"type":"text_end","contentIndex":1,"content":"hi","contentSignature":"sigB"}"#,
             r#"{"type":"toolcall_end","contentIndex":2,"toolCall":{"type":"toolCall","id":"t","name":"bash","arguments":{"command":"ls"}}}"#,
         ] {
             let w: WireAssistantEvent = serde_json::from_str(s).unwrap();

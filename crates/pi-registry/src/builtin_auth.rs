@@ -33,6 +33,8 @@ pub(crate) enum KeyAuth {
     Cloudflare {
         gateway: bool,
     },
+    /// The built-in llama.cpp extension's server (see `llama.rs`).
+    Llama,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,8 +158,35 @@ impl KeyAuth {
             KeyAuth::Bedrock => resolve_bedrock(credential, env),
             KeyAuth::Vertex => resolve_vertex(credential, env),
             KeyAuth::Cloudflare { gateway } => resolve_cloudflare(gateway, credential, env),
+            KeyAuth::Llama => resolve_llama(credential, env),
         }
     }
+}
+
+/// The llama.cpp extension's provider.
+pub(crate) const LLAMA_AUTH: BuiltinAuth = BuiltinAuth {
+    key: Some(KeyAuth::Llama),
+    oauth: false,
+};
+
+/// Configured when a server is named (stored credential, else `LLAMA_BASE_URL`); the key is the
+/// stored one, else `LLAMA_API_KEY`, else `local`; the server travels as `env.LLAMA_BASE_URL`.
+fn resolve_llama(credential: Option<&KeyCredential>, env: &Env) -> Option<Resolved> {
+    let server = crate::llama::server_url(
+        cred_env(credential, "LLAMA_BASE_URL"),
+        env.get("LLAMA_BASE_URL"),
+    )?;
+    let key = credential
+        .and_then(|c| c.key.clone())
+        .or_else(|| env.get("LLAMA_API_KEY").map(str::to_string))
+        .unwrap_or_else(|| "local".into());
+    let mut explicit = credential.and_then(|c| c.env.clone()).unwrap_or_default();
+    explicit.insert("LLAMA_BASE_URL".into(), Value::String(server));
+    Some(Resolved {
+        api_key: Some(key),
+        headers: None,
+        env: Some(explicit),
+    })
 }
 
 fn resolve_anthropic(env: &Env) -> Option<Resolved> {

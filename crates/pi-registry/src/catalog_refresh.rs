@@ -193,6 +193,28 @@ async fn fetch(
     Err(last)
 }
 
+/// How long a fetched catalog counts as current for the startup refresh (Pi's interval).
+const REFRESH_INTERVAL_MS: f64 = 4.0 * 60.0 * 60.0 * 1000.0;
+
+/// The startup refresh of `provider`'s catalog: asks only when the stored one was checked more
+/// than four hours ago (or has no date). `None` when nothing was asked.
+pub async fn refresh_provider_when_due(
+    store_path: &Path,
+    provider: &str,
+) -> Option<Result<Outcome, String>> {
+    let stored = store::read(store_path)
+        .ok()
+        .and_then(|d| d.get(provider).and_then(Value::as_object).cloned());
+    if let Some(entry) = &stored
+        && let Some(checked) = entry.get("checkedAt").and_then(Value::as_f64)
+        && entry.get("lastModified").is_some_and(|v| !v.is_null())
+        && (pi_js::now_ms() as f64) - checked < REFRESH_INTERVAL_MS
+    {
+        return None;
+    }
+    Some(refresh_provider(store_path, provider).await)
+}
+
 /// Refreshes `provider`'s cached catalog (always asking, as `pi update --models` forces).
 pub async fn refresh_provider(store_path: &Path, provider: &str) -> Result<Outcome, String> {
     let stored = store::read(store_path)

@@ -9,6 +9,7 @@
 //!     env: Env::from_process(),
 //!     docs_dir: Some("/opt/pi/docs".into()),
 //!     local: None,
+//!     llama: false,
 //! });
 //! for m in registry.available_models() {
 //!     println!("{}/{}", m.provider, m.id);
@@ -18,7 +19,8 @@
 //! Stored OAuth logins are resolved and refreshed by [`oauth`] (see [`request_auth_shared`]);
 //! `pi auth login`'s account flows are in [`oauth::login`].
 //!
-//! `pi update --models` refreshes cached catalogs ([`catalog_refresh`]).
+//! `pi update --models` and RPC's startup refresh update cached catalogs ([`catalog_refresh`]);
+//! the built-in llama.cpp extension's provider lists a llama.cpp router ([`llama`]).
 //!
 //! Not implemented: virtual models, and extension providers' OAuth logins and model refresh.
 
@@ -36,6 +38,7 @@ mod glob;
 mod headers;
 mod jsonc;
 mod list;
+pub mod llama;
 mod local;
 mod messages;
 mod model_registry;

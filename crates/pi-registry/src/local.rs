@@ -90,6 +90,7 @@ mod tests {
                 runnable: exists,
                 setup_hint: "Or run scripts/setup-local-model.".into(),
             }),
+            llama: false,
         });
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(errors, vec![]);

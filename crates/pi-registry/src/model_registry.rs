@@ -30,6 +30,8 @@ pub struct LoadOptions {
     pub docs_dir: Option<PathBuf>,
     /// The in-process provider, when this build has one (`pi-local`).
     pub local: Option<LocalProvider>,
+    /// Pi's built-in llama.cpp extension is loaded: its `llama.cpp` provider exists.
+    pub llama: bool,
 }
 
 /// A problem found while loading, in Pi's words.
@@ -137,6 +139,8 @@ pub struct ModelRegistry {
     pub(crate) virtual_models: Vec<Arc<Model>>,
     /// `<agent-dir>/auth.json`, where OAuth refreshes are written back.
     pub(crate) auth_path: PathBuf,
+    /// The built-in llama.cpp extension's provider is registered.
+    pub(crate) llama: bool,
 }
 
 /// `https://radius.pi.dev` in the form Pi compares gateways.
@@ -180,6 +184,7 @@ impl ModelRegistry {
             extensions: Vec::new(),
             virtual_models: Vec::new(),
             auth_path: dir.join("auth.json"),
+            llama: options.llama,
         };
         if let Some(e) = &registry.config.error {
             registry.errors.push(LoadError::ModelsJson(e.clone()));
@@ -195,6 +200,13 @@ impl ModelRegistry {
     pub fn reload_env(&mut self) {
         self.env = Env::from_process();
         self.refresh_availability();
+    }
+
+    /// Reads `models-store.json` again (an online refresh wrote it) and recomposes the
+    /// providers with the catalogs it holds.
+    pub fn reload_store(&mut self) {
+        self.store = ModelsStore::load(&self.models_store_path());
+        self.rebuild();
     }
 
     /// The providers composed anew (after an extension registration changed), and availability.
@@ -227,8 +239,14 @@ impl ModelRegistry {
             .map(|(id, _)| id.clone())
             .collect();
         let extension_ids: Vec<String> = self.extensions.iter().map(|(id, _)| id.clone()).collect();
+        // Pi's order: built-ins (Radius gateways among them), native extension providers (the
+        // llama.cpp extension's), `models.json` providers, extension registrations.
+        let llama = self
+            .llama
+            .then(|| crate::llama::LLAMA_PROVIDER_ID.to_string());
         for id in radius_ids
             .iter()
+            .chain(llama.iter())
             .chain(self.config.providers.iter().map(|(id, _)| id))
             .chain(extension_ids.iter())
         {
@@ -277,6 +295,13 @@ impl ModelRegistry {
                     None => Some((Some(i), Vec::new())),
                 };
                 (meta.name.clone(), builtin_auth::builtin_auth(&id), base)
+            } else if llama.as_deref() == Some(id.as_str()) {
+                let models = crate::llama::stored_chat_models(store.entry(&id));
+                (
+                    id.clone(),
+                    Some(builtin_auth::LLAMA_AUTH),
+                    Some((None, models)),
+                )
             } else {
                 (id.clone(), None, None)
             };
@@ -758,6 +783,7 @@ mod tests {
             env,
             docs_dir: Some("/docs".into()),
             local: None,
+            llama: false,
         });
         let _ = std::fs::remove_dir_all(&dir);
         loaded

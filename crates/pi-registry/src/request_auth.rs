@@ -102,11 +102,16 @@ impl ModelRegistry {
         if resolved.api_key.as_ref().is_none_or(|k| k.is_empty()) && headers.is_none() {
             return Err(self.no_api_key(provider));
         }
+        // The llama.cpp server the credential names, whatever server the model was listed on.
+        let base_url = (entry.builtin == Some(super::builtin_auth::LLAMA_AUTH))
+            .then(|| resolved.env.as_ref()?.get("LLAMA_BASE_URL")?.as_str())
+            .flatten()
+            .map(crate::llama::inference_url);
         Ok(RequestAuth {
             api_key: resolved.api_key,
             headers,
             env: resolved.env,
-            base_url: None,
+            base_url,
         })
     }
 

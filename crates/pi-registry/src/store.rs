@@ -38,6 +38,11 @@ impl ModelsStore {
         ModelsStore { entries }
     }
 
+    /// `provider`'s entry as stored.
+    pub(crate) fn entry(&self, provider: &str) -> Option<&Value> {
+        self.entries.get(provider)
+    }
+
     /// The cached models of `provider` to apply, if any, given the bundled data's date.
     fn cached(
         &self,

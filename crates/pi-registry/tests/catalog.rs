@@ -14,6 +14,7 @@ fn empty_registry() -> ModelRegistry {
         env: Env::default(),
         docs_dir: Some("/docs".into()),
         local: None,
+        llama: false,
     });
     assert_eq!(errors, vec![]);
     registry

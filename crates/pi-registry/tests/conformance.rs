@@ -318,6 +318,7 @@ fn run_case(name: &str) -> Vec<String> {
         env,
         docs_dir: Some(PathBuf::from("<docs>")),
         local: None,
+        llama: false,
     });
     let (settings, enabled) = settings_of(&agent);
     let mut request = request_from_args(&strings(spec.get("args")));

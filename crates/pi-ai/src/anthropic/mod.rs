@@ -482,11 +482,13 @@ impl State {
             Some(AssistantBlock::Text(t)) => StreamEvent::TextEnd {
                 index,
                 content: t.text.clone(),
+                signature: None,
                 usage,
             },
             Some(AssistantBlock::Thinking(t)) => StreamEvent::ThinkingEnd {
                 index,
                 content: t.thinking.clone(),
+                signature: None,
                 usage,
             },
             Some(AssistantBlock::ToolCall(tc)) => {

@@ -2,8 +2,8 @@
 //! request's key or `AWS_BEARER_TOKEN_BEDROCK`), else SigV4 keys from the environment (unless
 //! the credential names a profile), else the profile's keys in the shared files
 //! (`~/.aws/credentials`, `~/.aws/config`, or `AWS_SHARED_CREDENTIALS_FILE`/`AWS_CONFIG_FILE`),
-//! including a profile's `credential_process`. SSO, web identity and instance metadata are not
-//! consulted.
+//! including a profile's `credential_process`; then the sources that ask a server (SSO, web
+//! identity, the container endpoint, instance metadata: `remote_credentials.rs`).
 
 use super::sigv4::Credentials;
 use crate::stream::StreamOptions;
@@ -105,6 +105,15 @@ pub async fn resolve(options: &StreamOptions) -> Result<Auth, String> {
     }
     let profile = profile.unwrap_or_else(|| "default".into());
     let settings = profile_settings(options, &profile);
+    // The SDK's chain: SSO, the shared files, `credential_process`, web identity, then the
+    // container endpoint and instance metadata.
+    let sso_session = settings
+        .get("sso_session")
+        .map(|name| config_section(options, &format!("sso-session {name}")))
+        .unwrap_or_default();
+    if let Some(result) = super::remote_credentials::sso(options, &settings, &sso_session).await {
+        return result.map(Auth::SigV4);
+    }
     if let (Some(id), Some(secret)) = (
         settings.get("aws_access_key_id"),
         settings.get("aws_secret_access_key"),
@@ -118,7 +127,32 @@ pub async fn resolve(options: &StreamOptions) -> Result<Auth, String> {
     if let Some(cmd) = settings.get("credential_process") {
         return credential_process(cmd).await;
     }
-    Err(NO_CREDENTIALS.into())
+    let region = configured_region(options)
+        .or_else(|| settings.get("region").cloned())
+        .unwrap_or_else(|| "us-east-1".into());
+    let remote = match super::remote_credentials::web_identity(options, &settings, &region).await {
+        Some(r) => Some(r),
+        None => match super::remote_credentials::container(options).await {
+            Some(r) => Some(r),
+            None => super::remote_credentials::instance(options).await,
+        },
+    };
+    match remote {
+        Some(result) => result.map(Auth::SigV4),
+        None => Err(NO_CREDENTIALS.into()),
+    }
+}
+
+/// A section of the config file (`AWS_CONFIG_FILE`, else `~/.aws/config`), such as
+/// `[sso-session <name>]`.
+fn config_section(options: &StreamOptions, name: &str) -> HashMap<String, String> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let file = options
+        .env_value("AWS_CONFIG_FILE")
+        .unwrap_or_else(|| format!("{home}/.aws/config"));
+    std::fs::read_to_string(file)
+        .map(|text| ini_section(&text, name))
+        .unwrap_or_default()
 }
 
 /// Runs a profile's `credential_process` and reads its JSON (version 1).

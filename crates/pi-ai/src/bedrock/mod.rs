@@ -6,6 +6,7 @@
 
 pub mod credentials;
 pub mod eventstream;
+mod remote_credentials;
 pub mod request;
 pub mod sigv4;
 
@@ -16,7 +17,7 @@ use crate::output::Output;
 use crate::request::base_max_tokens;
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
-use crate::transcript::collapse_system_messages;
+use crate::transcript::{collapse_system_messages, transcript_tools};
 use base64::Engine as _;
 use credentials::Auth;
 use pi_js::parse::parse_js_json;
@@ -43,6 +44,8 @@ struct Failure {
     status: Option<u16>,
     code: Option<String>,
     request_id: Option<String>,
+    /// The exception's own message (without Pi's prefix).
+    message: Option<String>,
 }
 
 impl Failure {
@@ -52,6 +55,7 @@ impl Failure {
             status: None,
             code: None,
             request_id: None,
+            message: None,
         }
     }
 
@@ -70,6 +74,7 @@ impl Failure {
             status: None,
             code: name.ends_with("Exception").then(|| name.to_string()),
             request_id: None,
+            message: Some(message.to_string()),
         }
     }
 }
@@ -178,18 +183,54 @@ async fn stream(
         .as_ref()
         .and_then(|c| c.supports_strict_mode)
         .unwrap_or(false);
-    let body = request::build_body(&params, &messages, strict, false).map_err(Failure::plain)?;
-    let mut body = pi_js::json::to_js_string(&Value::Object(body)).unwrap_or_default();
-    if let Some(hooks) = &options.hooks
-        && let Ok(p) = parse_js_json(&body)
-    {
-        body = pi_js::json::to_js_string(&hooks.payload(p).await).unwrap_or_default();
-    }
     let path = format!(
         "/model/{}/converse-stream",
         sigv4::uri_encode(&model.id, false)
     );
-    let mut resp = send(model, options, &auth, &endpoint, &region, &path, body).await?;
+    let session = options.session_id.as_deref();
+    let mut disable_preferred = crate::strict_tool_limits::has_exceeded(session);
+    let preferred = request::has_preferred_strict(&transcript_tools(&messages), strict);
+    let mut resp = loop {
+        let body = request::build_body(&params, &messages, strict, disable_preferred)
+            .map_err(Failure::plain)?;
+        let mut body = pi_js::json::to_js_string(&Value::Object(body)).unwrap_or_default();
+        if let Some(hooks) = &options.hooks
+            && let Ok(p) = parse_js_json(&body)
+        {
+            body = pi_js::json::to_js_string(&hooks.payload(p).await).unwrap_or_default();
+        }
+        let failure = match send(model, options, &auth, &endpoint, &region, &path, body).await {
+            Ok(resp) => break resp,
+            Err(f) => f,
+        };
+        // Bedrock checks tool schemas before streaming, so the retry repeats no output: once,
+        // with the strict-preferring tools sent non-strict.
+        let limit = failure.code.as_deref() == Some("ValidationException")
+            && failure
+                .message
+                .as_deref()
+                .is_some_and(crate::strict_tool_limits::is_limit_error);
+        if options.cancel.is_cancelled() || disable_preferred || !preferred || !limit {
+            return Err(failure);
+        }
+        disable_preferred = true;
+        crate::strict_tool_limits::mark_exceeded(session);
+        let mut details = Map::new();
+        details.insert("reason".into(), "strict_tool_limits_exceeded".into());
+        out.push_diagnostic(AssistantMessageDiagnostic {
+            kind: "bedrock_strict_tools_fallback".into(),
+            timestamp: pi_js::now_ms(),
+            error: Some(pi_protocol::message::DiagnosticErrorInfo {
+                name: None,
+                message: failure.message.unwrap_or_default(),
+                stack: None,
+                code: None,
+                rest: Default::default(),
+            }),
+            details: Some(details),
+            rest: Default::default(),
+        });
+    };
     st.request_id = resp
         .headers()
         .into_iter()
@@ -687,6 +728,7 @@ impl State {
                 out.emit(StreamEvent::TextEnd {
                     index,
                     content,
+                    signature: None,
                     usage,
                 })
                 .await;
@@ -698,6 +740,7 @@ impl State {
                     out.emit(StreamEvent::ThinkingEnd {
                         index,
                         content,
+                        signature: None,
                         usage,
                     })
                     .await;

@@ -540,11 +540,13 @@ async fn finish(supports_finish_reason: bool, st: State, mut out: Output, aborte
             AssistantBlock::Text(t) => StreamEvent::TextEnd {
                 index: i,
                 content: t.text.clone(),
+                signature: None,
                 usage,
             },
             AssistantBlock::Thinking(t) => StreamEvent::ThinkingEnd {
                 index: i,
                 content: t.thinking.clone(),
+                signature: None,
                 usage,
             },
             AssistantBlock::ToolCall(tc) => {

@@ -582,6 +582,7 @@ impl State {
                     out.emit(StreamEvent::ThinkingEnd {
                         index,
                         content,
+                        signature: None,
                         usage,
                     })
                     .await;
@@ -613,6 +614,7 @@ impl State {
                 out.emit(StreamEvent::TextEnd {
                     index,
                     content: text,
+                    signature: None,
                     usage,
                 })
                 .await;

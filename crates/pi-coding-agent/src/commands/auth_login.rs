@@ -5,7 +5,7 @@
 use super::auth::{match_provider, printable};
 use pi_registry::oauth;
 use pi_registry::oauth::login::{Answer, Choice, Interaction, Notice};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::io::{BufRead, IsTerminal, Write};
 
 const USAGE: &str = "pi auth login <provider> [--api-key] [--no-browser]";
@@ -158,6 +158,7 @@ fn account(
     let provider = provider.to_string();
     rt.block_on(async move {
         let mut ui = Terminal::new(provider.clone(), browser);
+        ui.settings = Some(path.with_file_name("settings.json"));
         let credential = oauth::login::login(flow, &mut ui).await?;
         oauth::store::modify(path, &provider, |_| async move { Ok(Some(credential)) })
             .await
@@ -172,6 +173,8 @@ struct Terminal {
     browser: bool,
     skipped: Vec<&'static str>,
     lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    /// The global settings file, which holds this installation's `deviceId`.
+    settings: Option<std::path::PathBuf>,
 }
 
 impl Terminal {
@@ -192,6 +195,7 @@ impl Terminal {
             browser,
             skipped: Vec::new(),
             lines: rx,
+            settings: None,
         }
     }
 
@@ -301,5 +305,26 @@ impl Interaction for Terminal {
 
     fn paste<'a>(&'a mut self, message: &'a str, placeholder: Option<&'a str>) -> Answer<'a> {
         self.ask(message, placeholder)
+    }
+
+    /// Pi's `getOrCreateDeviceId`: the global settings' `deviceId`, created (and saved) on
+    /// first use.
+    fn device_id(&mut self) -> Option<String> {
+        let path = self.settings.as_ref()?;
+        let layer = crate::settings::file::read_layer(path).ok()?;
+        if let Some(id) = layer
+            .get("deviceId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        {
+            return Some(id.to_string());
+        }
+        let id = pi_session::ids::uuid_v4();
+        let update = crate::settings::file::KeyUpdate::Top {
+            key: "deviceId".into(),
+            value: Value::String(id.clone()),
+        };
+        crate::settings::file::persist(path, &[update]).ok()?;
+        Some(id)
     }
 }

@@ -345,7 +345,21 @@ impl HostDelegate {
                         .unwrap_or_else(|| std::env::var_os("PI_OFFLINE").is_none()),
                     force: params.get("force").and_then(Value::as_bool),
                 };
-                let errors = super::model_refresh::refresh(&host, &rt.core.registry, options).await;
+                let (allow_network, force) = (options.allow_network, options.force);
+                let selected = options.providers.clone();
+                let mut errors =
+                    super::model_refresh::refresh(&host, &rt.core.registry, options).await;
+                // Built-in providers' catalogs (Pi's catalog service, the llama.cpp server).
+                if allow_network {
+                    let builtin = crate::runtime::refresh_builtin(
+                        &rt.core,
+                        selected.as_deref(),
+                        force == Some(true),
+                    )
+                    .await;
+                    errors.extend(builtin);
+                }
+                lock(&rt.core.registry).reload_store();
                 Ok(json!({ "errors": errors }))
             }
             // `ctx.modelRegistry.classify()` / `generateImages()`: the model as the extension

@@ -97,6 +97,7 @@ impl PartialAssistant {
                 index,
                 content,
                 usage,
+                ..
             } => {
                 if let Some(AssistantBlock::Text(t)) = self.block(*index) {
                     t.text = content.clone();
@@ -107,6 +108,7 @@ impl PartialAssistant {
                 index,
                 content,
                 usage,
+                ..
             } => {
                 if let Some(AssistantBlock::Thinking(t)) = self.block(*index) {
                     t.thinking = content.clone();

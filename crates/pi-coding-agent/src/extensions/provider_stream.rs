@@ -203,10 +203,12 @@ fn from_pi_event(event: AssistantMessageEvent) -> StreamEvent {
         E::TextEnd {
             content_index,
             content,
+            content_signature,
             partial,
         } => StreamEvent::TextEnd {
             index: index(content_index),
             content,
+            signature: content_signature,
             usage: usage(&partial),
         },
         E::ThinkingStart {
@@ -228,10 +230,12 @@ fn from_pi_event(event: AssistantMessageEvent) -> StreamEvent {
         E::ThinkingEnd {
             content_index,
             content,
+            content_signature,
             partial,
         } => StreamEvent::ThinkingEnd {
             index: index(content_index),
             content,
+            signature: content_signature,
             usage: usage(&partial),
         },
         E::ToolcallStart {
@@ -293,9 +297,15 @@ pub(crate) fn to_pi_event(event: &StreamEvent, partial: &mut PartialAssistant) -
             delta: delta.clone(),
             partial: p(),
         },
-        StreamEvent::TextEnd { index, content, .. } => E::TextEnd {
+        StreamEvent::TextEnd {
+            index,
+            content,
+            signature,
+            ..
+        } => E::TextEnd {
             content_index: i(index),
             content: content.clone(),
+            content_signature: signature.clone(),
             partial: p(),
         },
         StreamEvent::ThinkingStart { index, .. } => E::ThinkingStart {
@@ -307,9 +317,15 @@ pub(crate) fn to_pi_event(event: &StreamEvent, partial: &mut PartialAssistant) -
             delta: delta.clone(),
             partial: p(),
         },
-        StreamEvent::ThinkingEnd { index, content, .. } => E::ThinkingEnd {
+        StreamEvent::ThinkingEnd {
+            index,
+            content,
+            signature,
+            ..
+        } => E::ThinkingEnd {
             content_index: i(index),
             content: content.clone(),
+            content_signature: signature.clone(),
             partial: p(),
         },
         StreamEvent::ToolcallStart { index, .. } => E::ToolcallStart {

@@ -4,6 +4,7 @@
 
 mod additions;
 mod approvals;
+mod catalog_refresh;
 mod commands_misc;
 mod compaction;
 mod emit;
@@ -24,6 +25,7 @@ mod state;
 mod tools;
 
 pub use additions::ListSessionsParams;
+pub(crate) use catalog_refresh::refresh_builtin;
 pub(crate) use prompt::custom_message;
 pub use prompt::{Preflight, PromptOrigin, PromptRequest};
 pub use startup::{cli_registry, list_models, start};

@@ -81,7 +81,11 @@ impl Runtime {
     /// registered providers restore their stored catalogs (no network), as at startup.
     async fn reload_registry(&self) {
         let core = &self.core;
-        let (mut registry, problems) = super::startup::load_registry(&core.env);
+        let llama = lock(&core.res)
+            .builtin_extensions
+            .iter()
+            .any(|p| p == "builtin:llama.cpp");
+        let (mut registry, problems) = super::startup::load_registry(&core.env, llama);
         // Their rejections were reported when they registered.
         let _ = super::startup::apply_extension_providers(&mut registry, &core.ext.registrations());
         *lock(&core.registry) = registry;

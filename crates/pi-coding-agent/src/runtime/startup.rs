@@ -308,12 +308,17 @@ fn package_dir(home: &Path) -> PathBuf {
     )
 }
 
-pub(super) fn load_registry(env: &RuntimeEnv) -> (ModelRegistry, Vec<pi_registry::LoadError>) {
+/// `llama`: Pi's built-in llama.cpp extension is loaded (its provider joins the registry).
+pub(super) fn load_registry(
+    env: &RuntimeEnv,
+    llama: bool,
+) -> (ModelRegistry, Vec<pi_registry::LoadError>) {
     ModelRegistry::load(LoadOptions {
         agent_dir: env.agent_dir.clone(),
         env: Env::from_process(),
         docs_dir: env.docs_dir.clone(),
         local: super::local_model::install(),
+        llama,
     })
 }
 
@@ -433,7 +438,11 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     .await;
     // Providers the extensions registered join the registry before the model is chosen, so
     // `--provider`/`--model` can name them.
-    let (mut registry, problems) = load_registry(env);
+    let llama = res
+        .builtin_extensions
+        .iter()
+        .any(|p| p == "builtin:llama.cpp");
+    let (mut registry, problems) = load_registry(env, llama);
     let provider_errors = apply_extension_providers(&mut registry, &extensions.registrations);
     // Pi's order: provider registration errors, argument errors of the runtime, settings and
     // resource diagnostics, extension load failures, then its hint.
@@ -709,7 +718,7 @@ pub fn cli_registry() -> ModelRegistry {
         cwd,
         home,
     };
-    load_registry(&env).0
+    load_registry(&env, false).0
 }
 
 pub fn list_models(search: Option<&str>) -> pi_registry::ListModelsOutput {
@@ -726,6 +735,6 @@ pub fn list_models(search: Option<&str>) -> pi_registry::ListModelsOutput {
         cwd,
         home,
     };
-    let (registry, _) = load_registry(&env);
+    let (registry, _) = load_registry(&env, false);
     registry.list_models(search)
 }

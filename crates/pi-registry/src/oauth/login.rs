@@ -4,7 +4,7 @@
 //!
 //! Built here: Anthropic (browser, copy code), OpenAI Codex (browser, device code), GitHub
 //! Copilot, xAI, Kimi Code and Meta (device code), OpenRouter (browser), Radius (device code;
-//! its browser sign-in is not built). ChatGPT sign-in answers that it is not in this build.
+//! its browser sign-in is in `radius_login.rs`); Sign in with ChatGPT is in `chatgpt_login.rs`.
 
 use super::refresh::{self, form, post};
 use super::{Flow, endpoint};
@@ -45,6 +45,11 @@ pub trait Interaction: Send {
     fn ask<'a>(&'a mut self, message: &'a str, placeholder: Option<&'a str>) -> Answer<'a>;
     /// A line pasted while a browser callback may still arrive; cancelled when it does.
     fn paste<'a>(&'a mut self, message: &'a str, placeholder: Option<&'a str>) -> Answer<'a>;
+    /// This installation's stable id (a UUID, created on first use), which Sign in with
+    /// ChatGPT names the agent host by; `None` where there is none.
+    fn device_id(&mut self) -> Option<String> {
+        None
+    }
 }
 
 const ANTHROPIC_AUTHORIZE_URL: &str = "https://claude.ai/oauth/authorize";
@@ -73,6 +78,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
         Flow::OpenRouter => openrouter(ui).await,
         Flow::Meta => meta(ui).await,
         Flow::Radius { gateway } => radius(gateway, ui).await,
+        Flow::OpenAiChatGpt => super::chatgpt_login::chatgpt(ui).await,
         other => Err(format!(
             "{} sign-in is not available in this build of pi in Rust; sign in with Pi, or use --api-key where the provider takes one",
             other.name()
@@ -80,7 +86,7 @@ pub async fn login(flow: &Flow, ui: &mut dyn Interaction) -> Result<Value, Strin
     }
 }
 
-fn random_b64url(n: usize) -> Result<String, String> {
+pub(crate) fn random_b64url(n: usize) -> Result<String, String> {
     let mut bytes = vec![0u8; n];
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
         .map_err(|_| "no random numbers available".to_string())?;
@@ -128,7 +134,7 @@ pub fn parse_authorization_input(input: &str) -> (Option<String>, Option<String>
     (Some(value.to_string()), None)
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let bytes = s.replace('+', " ").into_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -1068,7 +1074,7 @@ async fn radius(gateway: &str, ui: &mut dyn Interaction) -> Result<Value, String
         )
         .await?;
     if method == "browser" {
-        return Err("Radius browser sign-in is not available in this build of pi in Rust; run `pi auth login radius --no-browser` for the device code".into());
+        return super::radius_login::browser(gateway, ui).await;
     }
     let base = gateway.trim_end_matches('/');
     let headers = [
@@ -1149,20 +1155,7 @@ async fn radius(gateway: &str, ui: &mut dyn Interaction) -> Result<Value, String
         }
     })
     .await?;
-    let data: Value = pi_js::parse::parse_js_json(&done).unwrap_or(Value::Null);
-    let expires_in = data["expires_in"].as_f64().unwrap_or(f64::NAN);
-    let mut out = serde_json::Map::new();
-    out.insert("type".into(), "oauth".into());
-    out.insert("access".into(), data["access_token"].clone());
-    out.insert("refresh".into(), data["refresh_token"].clone());
-    out.insert(
-        "expires".into(),
-        refresh::num(refresh::now() + expires_in * 1000.0 - 60_000.0),
-    );
-    if let Some(s) = data.get("scope") {
-        out.insert("scope".into(), s.clone());
-    }
-    Ok(Value::Object(out))
+    Ok(super::radius_login::credential(&done))
 }
 
 const OPENROUTER_AUTHORIZE_URL: &str = "https://openrouter.ai/auth";

@@ -6,8 +6,10 @@
 //! Token endpoints are the providers' own. `PI_OAUTH_ENDPOINT_ORIGIN` (ours, for tests) sends
 //! every OAuth request to another origin with the same path.
 
+mod chatgpt_login;
 pub mod extension;
 pub mod login;
+mod radius_login;
 pub mod refresh;
 pub mod store;
 

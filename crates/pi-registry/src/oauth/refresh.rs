@@ -11,7 +11,7 @@ pub(crate) const ANTHROPIC_TOKEN_URL: &str = "https://platform.claude.com/v1/oau
 pub(crate) const CODEX_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
 pub(crate) const CODEX_TOKEN_URL: &str = "https://auth.openai.com/oauth/token";
 const CHATGPT_TOKEN_URL: &str = "https://auth.openai.com/api/accounts/oauth/token";
-const CHATGPT_RESOURCE: &str = "https://api.openai.com/v1";
+pub(crate) const CHATGPT_RESOURCE: &str = "https://api.openai.com/v1";
 const CHATGPT_DIRECT_SCOPE: &str = "chatgpt.tokens.use.direct";
 pub(crate) const KIMI_CLIENT_ID: &str = "17e5f671-d194-4dfb-9706-5516cb48c098";
 const KIMI_OAUTH_HOST: &str = "https://auth.kimi.com";
@@ -95,7 +95,7 @@ pub(crate) async fn post(
     finish(resp).await
 }
 
-async fn get(url: &str, headers: &[(&str, &str)]) -> Result<Reply, String> {
+pub(crate) async fn get(url: &str, headers: &[(&str, &str)]) -> Result<Reply, String> {
     let mut req = client()?.get(url);
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -262,19 +262,25 @@ async fn chatgpt(cred: &Map<String, Value>, refresh: &str) -> Result<Value, Stri
         .and_then(Value::as_str)
         .filter(|c| !pi_js::trim(c).is_empty())
         .ok_or("Stored OpenAI OAuth credential does not contain an issued client ID; reconnect ChatGPT")?;
-    let body = form(&[
+    let token = chatgpt_token_request(&[
         ("grant_type", "refresh_token"),
         ("client_id", client_id),
         ("refresh_token", refresh),
         ("resource", CHATGPT_RESOURCE),
-    ]);
+    ])
+    .await?;
+    chatgpt_credential(&token, client_id)
+}
+
+/// A request to the ChatGPT sign-in's token endpoint; its JSON object.
+pub(crate) async fn chatgpt_token_request(pairs: &[(&str, &str)]) -> Result<Value, String> {
     let reply = post(
         &endpoint(CHATGPT_TOKEN_URL),
         &[
             ("accept", "application/json"),
             ("content-type", "application/x-www-form-urlencoded"),
         ],
-        body,
+        form(pairs),
     )
     .await?;
     if !reply.ok() {
@@ -288,10 +294,14 @@ async fn chatgpt(cred: &Map<String, Value>, refresh: &str) -> Result<Value, Stri
             reply.status
         ));
     }
-    let token = reply
+    reply
         .json()
         .filter(Value::is_object)
-        .ok_or("OpenAI OAuth token response must be an object")?;
+        .ok_or_else(|| "OpenAI OAuth token response must be an object".to_string())
+}
+
+/// The stored credential of a ChatGPT token answer (issued for `client_id`).
+pub(crate) fn chatgpt_credential(token: &Value, client_id: &str) -> Result<Value, String> {
     let need = |k: &str| {
         token[k]
             .as_str()

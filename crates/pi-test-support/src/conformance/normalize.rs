@@ -53,7 +53,7 @@ impl Normalizer {
                 let mut out = Map::new();
                 for (k, val) in map {
                     let nv = match (k.as_str(), val) {
-                        ("timestamp" | "labelTimestamp", Value::Number(_)) => {
+                        ("timestamp" | "labelTimestamp" | "checkedAt", Value::Number(_)) => {
                             Value::String("<ts>".into())
                         }
                         ("durationMs" | "wall_time_seconds", Value::Number(_)) => {

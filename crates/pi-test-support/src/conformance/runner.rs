@@ -292,6 +292,10 @@ pub async fn run(
         env.retain(|(name, _)| name != k);
         env.push((k.clone(), substitute(v, &vars)));
     }
+    env.retain(|(name, _)| !scenario.env_remove.contains(name));
+    for (route, body) in &scenario.routes {
+        mock.set_route(route, substitute_value(body, &vars));
+    }
     let agent = match Agent::spawn(
         target,
         scenario.mode.as_deref(),

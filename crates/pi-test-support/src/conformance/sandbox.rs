@@ -125,10 +125,10 @@ impl Sandbox {
             write(&self.agent.join("settings.json"), pretty(s).as_bytes())?;
         }
         for (rel, content) in &scenario.files {
-            write(&self.work.join(rel), &self.fixture(content)?)?;
+            write(&self.work.join(rel), &self.fixture(content, port)?)?;
         }
         for (rel, content) in &scenario.agent_files {
-            write(&self.agent.join(rel), &self.fixture(content)?)?;
+            write(&self.agent.join(rel), &self.fixture(content, port)?)?;
         }
         self.before = walk(&self.root)?
             .into_iter()
@@ -259,15 +259,17 @@ pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// fixture can start it (other `${...}` are left alone: `mcp.json` has its own `${VAR}` syntax).
 impl Sandbox {
     /// A fixture file's bytes; in text files `${CWD}`, `${AGENT}` and `${HOME}` name this run's
-    /// folders (a session file records its cwd) and `${MCP_SERVER}` the test MCP server.
-    fn fixture(&self, content: &FileContent) -> Result<Vec<u8>, String> {
+    /// folders (a session file records its cwd), `${MCP_SERVER}` the test MCP server and
+    /// `${PORT}` the mock's port (a stored llama.cpp server address).
+    fn fixture(&self, content: &FileContent, port: u16) -> Result<Vec<u8>, String> {
         let FileContent::Text(t) = content else {
             return content.bytes();
         };
         let mut text = t
             .replace("${CWD}", &self.work.display().to_string())
             .replace("${AGENT}", &self.agent.display().to_string())
-            .replace("${HOME}", &self.home.display().to_string());
+            .replace("${HOME}", &self.home.display().to_string())
+            .replace("${PORT}", &port.to_string());
         if text.contains("${MCP_SERVER}") {
             let path = crate::mcp_server::binary_path()?;
             text = text.replace("${MCP_SERVER}", &path.display().to_string());

@@ -68,6 +68,14 @@ pub struct Scenario {
     /// an empty value to let startup install packages); `${...}` variables are substituted.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names removed from the runner's environment: `PI_OFFLINE`, so that startup refreshes
+    /// model catalogs (scenarios that do so point every address they use at the mock).
+    #[serde(default)]
+    pub env_remove: Vec<String>,
+    /// Fixed JSON answers of the mock by `"<METHOD> <path and query>"` (a llama.cpp server's
+    /// `GET /models`), beside the scripted LLM replies; `${...}` in strings are substituted.
+    #[serde(default)]
+    pub routes: BTreeMap<String, Value>,
 }
 
 fn default_args() -> Vec<String> {

@@ -135,6 +135,9 @@ struct State {
     activity: Notify,
     gates: Gates,
     config: MockConfig,
+    /// Fixed JSON answers by `"<METHOD> <path and query>"` (a llama.cpp server's model list and
+    /// props), served before the scripted replies and not consuming them.
+    routes: Mutex<Vec<(String, Value)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -174,6 +177,7 @@ impl MockLlm {
             activity: Notify::new(),
             gates: Gates::new(),
             config,
+            routes: Mutex::new(Vec::new()),
         });
         let accept_state = state.clone();
         let accept_task = tokio::spawn(async move {
@@ -214,6 +218,14 @@ impl MockLlm {
     /// Appends replies to the script.
     pub fn push(&self, reply: Reply) {
         lock(&self.state.queue).push_back(reply);
+    }
+
+    /// Answers `route` (`"GET /models"`, matched against method, path and query) with `body`
+    /// (status 200, JSON) from now on; a later call for the same route replaces the answer.
+    pub fn set_route(&self, route: &str, body: Value) {
+        let mut routes = lock(&self.state.routes);
+        routes.retain(|(r, _)| r != route);
+        routes.push((route.to_string(), body));
     }
 
     /// Every request received so far, in arrival order.
@@ -274,6 +286,14 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
     };
     state.activity.notify_waiters();
 
+    let route = format!("{} {}", req.method, req.target);
+    let fixed = lock(&state.routes)
+        .iter()
+        .find(|(r, _)| *r == route)
+        .map(|(_, body)| body.clone());
+    if let Some(body) = fixed {
+        return http::write_full(&mut wr, 200, &json_headers(), body.to_string().as_bytes()).await;
+    }
     // Classifier endpoints answer plain JSON (a reply's `json`); errors look like OpenAI's.
     let json_route = ["/systemone", "/decisions", "/run"]
         .iter()

@@ -33,6 +33,11 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
         }
     };
     tokio::spawn(deliver_ui_answers(ui_answers, rt.clone()));
+    // Pi refreshes model catalogs in the background unless offline.
+    if !args.offline_mode(std::env::var("PI_OFFLINE").ok().as_deref()) {
+        let refresh = rt.clone();
+        tokio::spawn(async move { refresh.refresh_catalogs_online().await });
+    }
     rt.bind_extensions().await;
     let mut signals = match signals::Signals::new() {
         Ok(s) => s,
