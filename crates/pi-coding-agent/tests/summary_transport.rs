@@ -1,7 +1,8 @@
 //! Compaction summaries are provider requests like any other (issue #22): they take
 //! `retry.provider.maxRetries` (a 503 is retried inside the adapter) and `httpIdleTimeoutMs` (a
 //! summary stream that stalls ends instead of hanging the compaction), as Pi's summaries do
-//! through the stream function its `buildRequestOptions` wraps.
+//! through the stream function its `buildRequestOptions` wraps. So do extensions' `complete`
+//! calls (when Node 22 is found: the extension host needs it).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
 
@@ -30,28 +31,41 @@ fn text(words: usize) -> Reply {
 }
 
 fn start(mock: &Mock, settings: Value) -> Pi {
+    start_with(mock, settings, &[], &[], &[])
+}
+
+fn start_with(
+    mock: &Mock,
+    settings: Value,
+    args: &[&str],
+    env: &[(&str, String)],
+    files: &[(&str, &str)],
+) -> Pi {
     let models = json!({"providers": {"oc": {"baseUrl": format!("{}/v1", mock.base()),
         "api": "openai-completions", "apiKey": "oc-key",
         "models": [{"id": "oc-model", "reasoning": false, "input": ["text"],
             "contextWindow": 200000, "maxTokens": 32000}]}}});
-    Pi::spawn_with(
-        &[
-            "--mode",
-            "rpc",
-            "--no-session",
-            "-nc",
-            "-ne",
-            "--provider",
-            "oc",
-            "--model",
-            "oc-model",
-        ],
-        &[],
-        &[
-            ("agent/models.json", &models.to_string()),
-            ("agent/settings.json", &settings.to_string()),
-        ],
-    )
+    let mut all_args = vec![
+        "--mode",
+        "rpc",
+        "--no-session",
+        "-nc",
+        "--provider",
+        "oc",
+        "--model",
+        "oc-model",
+    ];
+    if args.is_empty() {
+        all_args.push("-ne");
+    }
+    all_args.extend_from_slice(args);
+    let (models, settings) = (models.to_string(), settings.to_string());
+    let mut all_files = vec![
+        ("agent/models.json", models.as_str()),
+        ("agent/settings.json", settings.as_str()),
+    ];
+    all_files.extend_from_slice(files);
+    Pi::spawn_with(&all_args, env, &all_files)
 }
 
 /// Two prompts answered, so a compaction has something to summarize.
@@ -139,4 +153,88 @@ fn a_stalled_summary_ends_at_the_idle_timeout() {
     mock.push(text(5));
     mock.push(text(5));
     assert_eq!(compact(&mut pi)["success"], true);
+}
+
+/// An extension whose `/ask` command calls `completeSimple` and shows the answer.
+const ASK: &str = r#"
+import { completeSimple } from "@earendil-works/pi-ai";
+export default function (pi: any) {
+  pi.registerCommand("ask", {
+    handler: async (_args: string, ctx: any) => {
+      const r = await completeSimple(ctx.model, {
+        messages: [{ role: "user", content: "hi", timestamp: Date.now() }],
+      });
+      const text = r.content.map((c: any) => c.text ?? "").join("");
+      ctx.ui.notify(`${r.stopReason}|${r.errorMessage ?? ""}|${text}`, "info");
+    },
+  });
+}
+"#;
+
+fn node() -> Option<String> {
+    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../conformance/.reference/node22/package/bin");
+    bin.join("node").is_file().then(|| {
+        format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    })
+}
+
+/// What `/ask` showed.
+fn ask(pi: &mut Pi) -> String {
+    pi.write(b"{\"id\":\"a\",\"type\":\"prompt\",\"message\":\"/ask\"}\n");
+    loop {
+        let rec = pi.read_json();
+        if rec["type"] == "extension_ui_request" && rec["method"] == "notify" {
+            return rec["message"].as_str().unwrap().to_owned();
+        }
+    }
+}
+
+#[test]
+fn an_extension_complete_call_takes_the_provider_settings() {
+    let Some(path) = node() else {
+        eprintln!("skipped: Node 22 is not installed (scripts/install-reference --node-only)");
+        return;
+    };
+    let rt = runtime();
+    let mock = rt.block_on(Mock::start(vec![]));
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("extension-host-cache");
+    let env = [
+        ("PATH", path),
+        ("XDG_CACHE_HOME", cache.display().to_string()),
+    ];
+    let settings = json!({"retry": {"enabled": false, "provider": {"maxRetries": 1}},
+        "httpIdleTimeoutMs": 500});
+    let mut pi = start_with(
+        &mock,
+        settings,
+        &["-e", "./ask.ts"],
+        &env,
+        &[("ask.ts", ASK)],
+    );
+    // A 503, retried by the adapter.
+    mock.push(Reply::error(
+        503,
+        r#"{"error":{"message":"overloaded"}}"#,
+        "application/json",
+    ));
+    mock.push(text(2));
+    assert_eq!(ask(&mut pi), "stop||word0 word1 ");
+    assert_eq!(mock.requests().len(), 2);
+    // A stall, ended by the idle timeout.
+    let mut stalled = text(5);
+    stalled.stall_after = Some(2);
+    mock.push(stalled);
+    let started = Instant::now();
+    let shown = ask(&mut pi);
+    assert!(shown.starts_with("error|"), "{shown}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
