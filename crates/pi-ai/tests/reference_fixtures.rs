@@ -388,6 +388,12 @@ async fn run_case(case: Case) -> Vec<String> {
                     ));
                 }
                 for name in compared_headers(&case.model.api) {
+                    // The body hash of a request whose history holds an oversized event: the
+                    // context is rebuilt from the recording's shrunk text (`<<FILL:…>>`), so
+                    // only the body, compared above in that form, can match.
+                    if *name == "x-amz-content-sha256" && want.contains("<<FILL:") {
+                        continue;
+                    }
                     let want = expected["headers"]
                         .as_array()
                         .unwrap()

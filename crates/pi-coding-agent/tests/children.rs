@@ -197,3 +197,48 @@ fn no_child_holds_the_protocol_stdout() {
     assert!(!rest.contains("leak"), "{rest}");
     assert!(child.wait().unwrap().success());
 }
+
+/// What a finished command left running (`server &`) goes on while `pi` runs, as in Pi, and
+/// dies with it: on SIGKILL (the reaper) and on an orderly exit (Pi leaves it behind).
+#[test]
+fn a_finished_commands_background_child_lives_with_the_session_and_dies_with_pi() {
+    for sigkill in [true, false] {
+        let mut pi = Pi::rpc();
+        let dir = TempDir::new();
+        let background = dir.path.join("bg.pid");
+        // The child's output goes elsewhere, so the command ends at once.
+        let command = format!(
+            "sleep 300 >/dev/null 2>&1 & echo $! > {0}.tmp; mv {0}.tmp {0}",
+            background.display()
+        );
+        let cmd = serde_json::json!({"id": "b", "type": "bash", "command": command});
+        pi.write(format!("{cmd}\n").as_bytes());
+        let answer = loop {
+            let rec = pi.read_json();
+            if rec["id"] == "b" {
+                break rec;
+            }
+        };
+        assert_eq!(answer["data"]["exitCode"], 0, "{answer}");
+        let bg = read_pid(&background).unwrap();
+        // Another command meanwhile (it prunes emptied groups) leaves the child alone.
+        pi.write(b"{\"id\":\"c\",\"type\":\"bash\",\"command\":\"true\"}\n");
+        while pi.read_json()["id"] != "c" {}
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!dead(bg), "the background child died with its command");
+        if sigkill {
+            pi.signal(libc::SIGKILL);
+        } else {
+            pi.close_stdin();
+        }
+        pi.wait_exit();
+        let ended = Instant::now();
+        while !dead(bg) {
+            assert!(
+                ended.elapsed() < Duration::from_secs(5),
+                "the background child {bg} outlived pi (SIGKILL: {sigkill})"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -5,8 +5,10 @@
 //! * Appends go through an `O_APPEND` handle, one `write` per entry line, and return only after
 //!   the kernel took the whole line. A crash can therefore only tear the last line, which the
 //!   reader tolerates.
-//! * A failed append truncates the file back to its previous length, so a short write can never
-//!   leave a fragment that the next line would be glued to.
+//! * A failed append truncates the file back to its length before the write, so a short write
+//!   can never leave a fragment that the next line would be glued to. Appends hold an exclusive
+//!   advisory lock (`flock`) for the write, so that length is right when several of our
+//!   processes append to one file.
 //! * A new file is created exclusively (it must not exist) and gets its header in a write of its
 //!   own, so the header line is never torn; the entries follow in large writes (a crash tears
 //!   at most the last line, as for appends).
@@ -116,8 +118,16 @@ impl SessionFile {
     }
 
     /// Appends one complete line (`line` ends with `\n`) with a single `write`.
+    ///
+    /// Another process may append to the same file (Pi takes no lock either): `O_APPEND` keeps
+    /// every line whole, and each writer's entries chain to its own leaf. The exclusive advisory
+    /// lock around the write makes the truncation point after a failure the file's length under
+    /// that lock, so a failed append never cuts off a line another of our processes wrote
+    /// meanwhile. A file replaced by a rename (another process migrated it) is reopened first, so
+    /// nothing is written into an unlinked file.
     pub(crate) fn append(&mut self, line: &[u8]) -> Result<()> {
-        if self.handle.is_none() {
+        if self.handle.is_none() || self.replaced() {
+            self.handle = None;
             self.open_append()?;
         }
         let Some(handle) = self.handle.as_mut() else {
@@ -126,16 +136,36 @@ impl SessionFile {
                 std::io::Error::other("session file is not open"),
             ));
         };
-        match handle.write_all(line) {
+        let locked = flock(handle, libc::LOCK_EX);
+        let start = handle.metadata().map(|m| m.len()).unwrap_or(self.len);
+        let written = handle.write_all(line);
+        if written.is_err() {
+            let _ = handle.set_len(start);
+        }
+        if locked {
+            flock(handle, libc::LOCK_UN);
+        }
+        match written {
             Ok(()) => {
-                self.len += line.len() as u64;
+                self.len = start + line.len() as u64;
                 Ok(())
             }
             Err(e) => {
-                let _ = handle.set_len(self.len);
+                self.len = start;
                 Err(SessionError::io(&self.path, e))
             }
         }
+    }
+
+    /// Whether the path now names another file than the open handle.
+    fn replaced(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(handle), Ok(at_path)) = (&self.handle, std::fs::metadata(&self.path)) else {
+            return false;
+        };
+        handle
+            .metadata()
+            .is_ok_and(|open| (open.dev(), open.ino()) != (at_path.dev(), at_path.ino()))
     }
 
     /// Replaces the file's content with what `content` writes (temporary file + rename) and
@@ -161,6 +191,16 @@ impl SessionFile {
         self.handle = None;
         self.open_append()
     }
+}
+
+/// `flock(2)` on an open file (std's `File::lock` is newer than our minimum Rust); whether it
+/// succeeded (an interrupted or unsupported lock leaves the write unlocked, as Pi's are).
+fn flock(file: &File, op: libc::c_int) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this `File` owns for the duration of the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
+    rc == 0
 }
 
 fn temp_sibling(path: &Path) -> PathBuf {
@@ -207,6 +247,24 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         terminate_last_line(&p).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\n4\n\n");
+    }
+
+    /// Two writers on one file: lines stay whole and in each writer's order; a file renamed over
+    /// the path is followed.
+    #[test]
+    fn two_writers_on_one_file() {
+        let dir = TempDir::new();
+        let p = dir.path().join("a.jsonl");
+        let mut a = SessionFile::pending(p.clone());
+        a.create(b"h\n", |_| Ok(())).unwrap();
+        let mut b = SessionFile::existing(p.clone()).unwrap();
+        a.append(b"a1\n").unwrap();
+        b.append(b"b1\n").unwrap();
+        a.append(b"a2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\na1\nb1\na2\n");
+        a.rewrite(|w| w.write_all(b"new\n")).unwrap();
+        b.append(b"b2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new\nb2\n");
     }
 
     /// Entries are streamed in, so a serializer failing halfway must not leave half a file.

@@ -56,6 +56,42 @@ pub fn expand_fill(chunk: &[u8]) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A raw chunk `<<BDFRAME:kind>>payload` is a Bedrock event frame built when served, after the
+/// payload's FILLs are expanded (a frame carries its own length and CRCs); the recorder does the
+/// same. Other chunks are sent as they are.
+pub fn expand_frame(chunk: &[u8]) -> Vec<u8> {
+    const MARK: &[u8] = b"<<BDFRAME:";
+    let Some(rest) = chunk.strip_prefix(MARK) else {
+        return chunk.to_vec();
+    };
+    let end = rest.windows(2).position(|w| w == b">>").unwrap();
+    let kind = &rest[..end];
+    let payload = expand_fill(&rest[end + 2..]);
+    let mut headers = Vec::new();
+    for (k, v) in [
+        (&b":event-type"[..], kind),
+        (b":content-type", b"application/json"),
+        (b":message-type", b"event"),
+    ] {
+        headers.push(k.len() as u8);
+        headers.extend_from_slice(k);
+        headers.push(7);
+        headers.extend_from_slice(&(v.len() as u16).to_be_bytes());
+        headers.extend_from_slice(v);
+    }
+    let total = 12 + headers.len() + payload.len() + 4;
+    let mut frame = Vec::with_capacity(total);
+    frame.extend_from_slice(&(total as u32).to_be_bytes());
+    frame.extend_from_slice(&(headers.len() as u32).to_be_bytes());
+    let prelude_crc = pi_ai::bedrock::eventstream::crc32(&frame);
+    frame.extend_from_slice(&prelude_crc.to_be_bytes());
+    frame.extend_from_slice(&headers);
+    frame.extend_from_slice(&payload);
+    let crc = pi_ai::bedrock::eventstream::crc32(&frame);
+    frame.extend_from_slice(&crc.to_be_bytes());
+    frame
+}
+
 /// Resets `sock`: with SO_LINGER at zero the close sends RST instead of FIN.
 fn reset(sock: TcpStream) {
     let _ = sock.set_zero_linger();
@@ -231,7 +267,7 @@ impl Mock {
                 .map(|c| expand_fill(c.as_bytes()))
                 .collect()
         } else {
-            reply.raw_chunks.clone()
+            reply.raw_chunks.iter().map(|c| expand_frame(c)).collect()
         };
         let framing = if reply.length_body {
             format!(

@@ -53,6 +53,8 @@ pub struct Summarizer<'a> {
     /// The session's thinking level (used only if the model reasons).
     pub thinking_level: ThinkingLevel,
     pub retry: RetryPolicy,
+    /// The provider-level settings every request takes (idle timeout, `retry.provider`).
+    pub transport: pi_agent::RequestSettings,
     pub cancel: CancellationToken,
     pub notices: &'a dyn RetryNotices,
 }
@@ -287,6 +289,9 @@ impl Summarizer<'_> {
         let reasoning = (self.model.reasoning && self.thinking_level != ThinkingLevel::Off)
             .then_some(self.thinking_level);
         let options = StreamOptions {
+            idle_timeout: self.transport.idle_timeout,
+            max_retries: self.transport.max_retries,
+            max_retry_delay: self.transport.max_retry_delay,
             api_key: self.api_key.clone(),
             reasoning,
             session_id: Some(pi_session::ids::uuid_v7()),

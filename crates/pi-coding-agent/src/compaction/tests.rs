@@ -287,6 +287,7 @@ async fn run(
             base_delay_ms: 1,
             max_delay_ms: 10,
         },
+        transport: pi_agent::RequestSettings::default(),
         cancel: CancellationToken::new(),
         notices: script.as_ref(),
     };

@@ -88,7 +88,20 @@ impl Runtime {
             .cloned()
             .and_then(|r| serde_json::from_value::<ThinkingLevel>(r).ok())
             .filter(|l| *l != ThinkingLevel::Off);
+        let transport = self.core.transport_settings();
         let stream_options = StreamOptions {
+            idle_timeout: transport.idle_timeout,
+            // The call's own options first, then the settings (Pi's `buildRequestOptions`).
+            max_retries: options
+                .get("maxRetries")
+                .and_then(Value::as_f64)
+                .map(|n| n.max(0.0) as u32)
+                .or(transport.max_retries),
+            max_retry_delay: options
+                .get("maxRetryDelayMs")
+                .and_then(Value::as_f64)
+                .map(|v| std::time::Duration::from_millis(v.max(0.0) as u64))
+                .or(transport.max_retry_delay),
             api_key: options
                 .get("apiKey")
                 .and_then(Value::as_str)

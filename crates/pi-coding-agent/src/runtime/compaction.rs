@@ -180,6 +180,7 @@ impl Core {
             api_key,
             thinking_level,
             retry: self.retry_policy(),
+            transport: self.transport_settings(),
             cancel: cancel.clone(),
             notices: &notices,
         };
@@ -590,6 +591,7 @@ impl Core {
             api_key,
             thinking_level,
             retry: self.retry_policy(),
+            transport: self.transport_settings(),
             cancel: cancel.clone(),
             notices: &notices,
         };

@@ -13,6 +13,19 @@ use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 impl Core {
+    /// `httpIdleTimeoutMs` and `retry.provider.*` as every provider request takes them: the
+    /// agent's turns, compaction and branch summaries, extensions' `complete`/`stream` (Pi's
+    /// `buildRequestOptions` wraps the one stream function all of them use).
+    pub(crate) fn transport_settings(&self) -> pi_agent::RequestSettings {
+        let s = self.settings();
+        let ms = |v: f64| std::time::Duration::from_millis(v.max(0.0) as u64);
+        pi_agent::RequestSettings {
+            idle_timeout: Some(std::time::Duration::from_millis(s.http_idle_timeout_ms)),
+            max_retries: s.retry.provider_max_retries.map(|n| n.max(0.0) as u32),
+            max_retry_delay: Some(ms(s.retry.provider_max_retry_delay_ms)),
+        }
+    }
+
     /// Whether a threshold compaction ran between turns.
     async fn compact_before_next_turn(&self) -> bool {
         let Some(model) = self.current_model() else {
@@ -217,13 +230,7 @@ impl RunHooks for Core {
     }
 
     fn request_settings(&self) -> pi_agent::RequestSettings {
-        let s = self.settings();
-        let ms = |v: f64| std::time::Duration::from_millis(v.max(0.0) as u64);
-        pi_agent::RequestSettings {
-            idle_timeout: Some(std::time::Duration::from_millis(s.http_idle_timeout_ms)),
-            max_retries: s.retry.provider_max_retries.map(|n| n.max(0.0) as u32),
-            max_retry_delay: Some(ms(s.retry.provider_max_retry_delay_ms)),
-        }
+        self.transport_settings()
     }
 
     fn transform_context<'a>(

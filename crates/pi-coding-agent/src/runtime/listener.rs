@@ -4,12 +4,19 @@
 //! Unlike Pi, which writes the event and persists afterwards, a message reaches the session
 //! file before its `message_end` reaches the client: a client never sees a message that a crash
 //! could lose.
+//!
+//! A message the file refused (a full disk) ends the run, as Pi's throwing `appendMessage` does:
+//! the client gets Pi's failure message (`stopReason: "error"`, the Node-worded write error)
+//! after the refused message's `message_end`, then the run's aborted end and `agent_end` (Pi
+//! never sends those: see DEVIATIONS.md). Nothing later in the run is written or shown as saved.
 
 use super::{Core, lock};
 use pi_agent::{AgentEvent, AgentListener, BoxFuture};
 use pi_protocol::SharedMessage;
+use pi_protocol::content::{AssistantBlock, TextContent};
 use pi_protocol::event::SessionEvent;
-use pi_protocol::message::AgentMessage;
+use pi_protocol::message::{AgentMessage, AssistantMessage};
+use pi_protocol::record::KeyOrder;
 use pi_protocol::usage::StopReason;
 use pi_session::user_text;
 
@@ -23,6 +30,7 @@ impl Core {
     async fn handle_event(&self, event: &AgentEvent) {
         match event {
             AgentEvent::AgentStart => {
+                lock(&self.run).persist_failed = false;
                 // An abort that arrived while the run was starting stops it here.
                 if lock(&self.run).abort_requested
                     && let Some(agent) = self.agent()
@@ -52,9 +60,12 @@ impl Core {
                     self.emit_queue_update().await;
                 }
             }
-            AgentEvent::MessageEnd { message } => self.persist_message(message),
             _ => {}
         }
+        let refused = match event {
+            AgentEvent::MessageEnd { message } => self.persist_message(message),
+            _ => None,
+        };
         let will_retry = match event {
             AgentEvent::AgentEnd { messages } => self.will_retry_after(messages),
             _ => false,
@@ -62,6 +73,9 @@ impl Core {
         // Extensions' handlers run before the client hears of the event (as in Pi).
         self.ext_agent_event(event).await;
         self.emit_agent(event, will_retry).await;
+        if let Some(text) = refused {
+            self.fail_run_on_refused_write(text).await;
+        }
         if matches!(event, AgentEvent::TurnEnd { .. }) {
             self.flush_held_custom().await;
         }
@@ -91,7 +105,8 @@ impl Core {
         }
     }
 
-    fn persist_message(&self, message: &SharedMessage) {
+    /// Writes a finished message to the session file; the error text when the file refused it.
+    fn persist_message(&self, message: &SharedMessage) -> Option<String> {
         let result = {
             let mut session = lock(&self.session);
             match &**message {
@@ -126,8 +141,55 @@ impl Core {
                 }
             }
             Ok(None) => {}
-            Err(e) => eprintln!("pi: could not write to the session file: {e}"),
+            Err(e) => {
+                eprintln!("pi: could not write to the session file: {e}");
+                return Some(node_write_error(&e));
+            }
         }
+        None
+    }
+
+    /// The first refused write of a run: Pi's failure message on the wire, and the run aborted
+    /// (a run that cannot be saved should not go on spending tokens and running tools).
+    async fn fail_run_on_refused_write(&self, text: String) {
+        if std::mem::replace(&mut lock(&self.run).persist_failed, true) {
+            return;
+        }
+        let Some(agent) = self.agent() else { return };
+        let model = agent.with_state(|s| s.model.clone());
+        let mut failure = AssistantMessage::new(
+            &model.api,
+            &model.provider,
+            &model.id,
+            StopReason::Error,
+            pi_js::time::now_ms(),
+        );
+        failure.content = vec![AssistantBlock::Text(TextContent::new(""))];
+        failure.error_message = Some(text);
+        failure
+            .rest
+            .set_order(KeyOrder::Recorded(std::sync::Arc::from(
+                AssistantMessage::FAILURE_ORDER
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>(),
+            )));
+        let failure = AgentMessage::Assistant(failure);
+        self.emit_agent(
+            &AgentEvent::MessageStart {
+                message: failure.clone(),
+            },
+            false,
+        )
+        .await;
+        self.emit_agent(
+            &AgentEvent::MessageEnd {
+                message: SharedMessage::new(failure),
+            },
+            false,
+        )
+        .await;
+        agent.abort();
     }
 
     /// Pi's `_willRetryAfterAgentEnd`.
@@ -151,5 +213,16 @@ impl Core {
                 _ => None,
             })
             .unwrap_or(false)
+    }
+}
+
+/// A session write error as Node words `appendFileSync`'s (`ENOSPC: no space left on device,
+/// write`), which is what Pi's failure message carries.
+fn node_write_error(e: &pi_session::SessionError) -> String {
+    match e {
+        pi_session::SessionError::Io { source, .. } => {
+            pi_tools::fs_error::without_path(source, "write")
+        }
+        other => other.to_string(),
     }
 }

@@ -107,6 +107,8 @@ pub(crate) struct RunState {
     pub next_turn: Vec<AgentMessage>,
     /// Extension messages sent during a turn without triggering one; appended when it ends.
     pub held_custom: Vec<AgentMessage>,
+    /// The session file refused a message of the current low-level run (already reported).
+    pub persist_failed: bool,
 }
 
 /// Everything the runtime owns except the agent.

@@ -62,14 +62,47 @@ fn track(pgid: i32, running: bool) {
         Err(poisoned) => poisoned.into_inner(),
     };
     let set = guard.get_or_insert_with(HashSet::new);
+    let mut emptied = Vec::new();
     if running {
+        // Groups kept for what a finished command left running: drop those that emptied
+        // since, before their number can be reused by an unrelated group.
+        set.retain(|&g| {
+            let keep = has_members(g);
+            if !keep {
+                emptied.push(g);
+            }
+            keep
+        });
         set.insert(pgid);
     } else {
         set.remove(&pgid);
     }
     drop(guard);
     // Also when pi itself is killed: the reaper stops the groups still running then.
+    for g in emptied {
+        super::reaper::notify(g, false);
+    }
     super::reaper::notify(pgid, running);
+}
+
+/// A command is over. What it left running in the background (`server &`) may go on while
+/// `pi` runs, as in Pi, but dies with `pi` (exit, SIGTERM, or SIGKILL through the reaper),
+/// where Pi would leave it behind: so the group stays listed while it has members.
+fn finished(pgid: i32) {
+    if !has_members(pgid) {
+        track(pgid, false);
+    }
+}
+
+/// Whether any process is still in group `pgid` (signal 0 checks without sending).
+fn has_members(pgid: i32) -> bool {
+    if pgid <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 takes plain integers and sends nothing.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(-pgid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Kills the process groups of every command still running (for SIGTERM/SIGHUP handling).
@@ -205,7 +238,7 @@ impl ShellProcess {
             if self.finished || (self.exit.is_some() && self.pipe.is_none()) {
                 if !self.finished {
                     self.finished = true;
-                    track(self.pgid, false);
+                    finished(self.pgid);
                 }
                 return ShellEvent::Finished(self.outcome());
             }
