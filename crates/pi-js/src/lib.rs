@@ -24,7 +24,7 @@ pub mod text_decoder;
 pub mod time;
 pub mod value;
 
-pub use collate::locale_compare;
+pub use collate::{CollationKey, collation_key, locale_compare};
 pub use number::{number_to_string, string_to_number};
 pub use string::{is_whitespace, trim, trim_end, trim_start, utf16_len};
 pub use time::now_ms;

@@ -58,7 +58,12 @@ impl SessionStore {
     /// Appends a fully built entry (its `parentId` should be the leaf) and writes it.
     /// Returns the entry's id.
     pub fn append_entry(&mut self, entry: SessionEntry) -> Result<String> {
-        let line = format!("{}\n", to_js_string(&entry)?);
+        // Only a file already written takes the line; an in-memory session (`--no-session`) or
+        // one not yet written (written whole once it has a conversation) never needs it.
+        let line = match &self.file {
+            Some(file) if file.is_flushed() => format!("{}\n", to_js_string(&entry)?),
+            _ => String::new(),
+        };
         let id = entry.id().unwrap_or_default().to_owned();
         let saved_leaf = self.leaf.clone();
         let saved_conversation = self.has_conversation;
@@ -98,7 +103,8 @@ impl SessionStore {
         Ok(id)
     }
 
-    /// Writes the newest entry (`line`), or the whole session when this is the first write.
+    /// Writes the newest entry (`line`, made when the file is already written), or the whole
+    /// session when this is the first write.
     fn persist(&mut self, line: &[u8]) -> Result<()> {
         let Some(file) = self.file.as_mut() else {
             return Ok(());

@@ -173,7 +173,7 @@ fn find(
         .git_exclude(true)
         .require_git(inside_git_repo(&search_path))
         .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
+        .sort_by_file_path(crate::tool_util::cmp_sibling_paths)
         .add_custom_ignore_filename(".fdignore");
     let global_ignore = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
@@ -218,9 +218,7 @@ fn find(
         }
         let printed = pi_js::trim(&printed);
         let bare = Path::new(printed.trim_end_matches('/'));
-        let mut shown = bare
-            .strip_prefix(&search_path)
-            .unwrap_or(bare)
+        let mut shown = crate::tool_util::walk_relative(bare, &search_path)
             .to_string_lossy()
             .into_owned();
         if printed.ends_with('/') && !shown.ends_with('/') {

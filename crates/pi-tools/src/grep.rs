@@ -258,7 +258,7 @@ fn grep(
             .git_exclude(true)
             .require_git(true)
             .follow_links(false)
-            .sort_by_file_name(|a, b| a.cmp(b))
+            .sort_by_file_path(crate::tool_util::cmp_sibling_paths)
             .add_custom_ignore_filename(".rgignore");
         if let Some(glob) = str_arg(args, "glob").filter(|g| !g.is_empty()) {
             let mut overrides = OverrideBuilder::new(&search_path);
@@ -290,9 +290,7 @@ fn grep(
                 if matches!(&outcome, FileOutcome::Lines(lines) if lines.is_empty()) {
                     return true;
                 }
-                let shown = path
-                    .strip_prefix(&search_path)
-                    .unwrap_or(path)
+                let shown = crate::tool_util::walk_relative(path, &search_path)
                     .to_string_lossy()
                     .into_owned();
                 match outcome {

@@ -81,9 +81,8 @@ fn list(config: &ToolsConfig, args: &Map<String, Value>) -> Result<AgentToolResu
         .collect();
     // Pi sorts with `a.toLowerCase().localeCompare(b.toLowerCase())`; full ties keep byte order
     // so the listing is deterministic.
-    names.sort_by(|a, b| {
-        pi_js::locale_compare(&a.to_lowercase(), &b.to_lowercase()).then_with(|| a.cmp(b))
-    });
+    // Keys made once per name (building them per comparison was most of a listing).
+    names.sort_by_cached_key(|name| (pi_js::collation_key(&name.to_lowercase()), name.clone()));
     let mut results = Vec::new();
     let mut limit_reached = false;
     for name in names {

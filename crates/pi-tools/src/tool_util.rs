@@ -7,6 +7,8 @@ use pi_protocol::tool::{
     AgentToolResult, ConstrainedSampling, ConstrainedSamplingConfig, SchemaStrictness, Tool,
 };
 use serde_json::{Map, Value, json};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -85,6 +87,33 @@ pub fn effective_limit(limit: Option<f64>, default: usize) -> usize {
     }
 }
 
+/// Orders the entries of one directory listing as a name sort would: siblings share their
+/// parent's bytes up to the last `/`, so comparing whole paths as bytes compares the names,
+/// without taking each path apart into components per comparison (which `sort_by_file_name`
+/// does, and which cost more than the rest of a tree walk).
+pub fn cmp_sibling_paths(a: &Path, b: &Path) -> std::cmp::Ordering {
+    a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes())
+}
+
+/// `path` relative to `root` for a path a walk of `root` produced: the bytes after `root/`
+/// when they follow it plainly (no component matching needed), else `Path::strip_prefix`.
+pub fn walk_relative<'a>(path: &'a Path, root: &Path) -> &'a Path {
+    let (p, r) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    if !r.is_empty()
+        && !r.ends_with(b"/")
+        && p.len() > r.len() + 1
+        && p.starts_with(r)
+        && p[r.len()] == b'/'
+        && !p.ends_with(b"/")
+        && !p.ends_with(b"/.")
+        && !p[r.len()..].windows(2).any(|w| w == b"//")
+        && !p[r.len()..].windows(3).any(|w| w == b"/./")
+    {
+        return Path::new(std::ffi::OsStr::from_bytes(&p[r.len() + 1..]));
+    }
+    path.strip_prefix(root).unwrap_or(path)
+}
+
 /// Runs a tool body that blocks (file system walks and reads) on the blocking pool. An abort
 /// answers `Operation aborted` at once; the body stops at its next look at the token.
 pub fn run_blocking<F>(config: Arc<ToolsConfig>, invocation: ToolInvocation, body: F) -> ToolFuture
@@ -142,4 +171,43 @@ pub fn listing_result(
         output,
         (!details.is_empty()).then_some(Value::Object(details)),
     )
+}
+
+#[cfg(test)]
+mod walk_path_tests {
+    use super::*;
+
+    #[test]
+    fn walk_relative_agrees_with_strip_prefix() {
+        let cases = [
+            ("/w/src/a.rs", "/w/src"),
+            ("/w/src/d/b.rs", "/w/src"),
+            ("/w/./src/a", "/w/./src"),
+            ("/w/src/./a", "/w/src/."),
+            ("/w/src//a", "/w/src"),
+            ("/w/src/a/", "/w/src"),
+            ("/w/src/a/.", "/w/src"),
+            ("/w/srcx/a", "/w/src"),
+            ("/w/src/a", "/w/src/"),
+            ("/other/a", "/w/src"),
+            ("rel/a b", "rel"),
+        ];
+        for (path, root) in cases {
+            let (path, root) = (Path::new(path), Path::new(root));
+            assert_eq!(
+                walk_relative(path, root),
+                path.strip_prefix(root).unwrap_or(path),
+                "{path:?} under {root:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sibling_paths_sort_by_name_bytes() {
+        let mut paths = ["/d/b", "/d/a.rs", "/d/B", "/d/a", "/d/é", "/d/a-b"].map(Path::new);
+        paths.sort_by(|a, b| cmp_sibling_paths(a, b));
+        let mut by_name = paths;
+        by_name.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        assert_eq!(paths, by_name);
+    }
 }
