@@ -253,7 +253,9 @@ fn two_processes_append_to_one_session_file() {
     for i in 0..2 * rounds + 2 {
         // Every fourth answer is large (256 KiB): more than a pipe or page holds in one go.
         let size = if i % 4 == 3 { 256 * 1024 } else { 200 };
-        s.mock.push(answer("a", size));
+        // Each answer's text is its own: two answers of one round may share a millisecond,
+        // and the check below finds an answer's entry by its message.
+        s.mock.push(answer(&format!("a{i}"), size));
     }
     let mut first = Rpc::start({
         let mut c = ours(&s.home.path);
