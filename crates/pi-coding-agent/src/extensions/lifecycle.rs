@@ -143,10 +143,8 @@ impl Runtime {
         let host = match super::load::start_host(&cwd) {
             Ok(host) => host,
             Err(e) => {
-                let line = format!("Warning: {e}. Extensions are not loaded.");
-                if lock(&self.core.reported_diagnostics).insert(line.clone()) {
-                    eprintln!("{line}");
-                }
+                self.core
+                    .report_once(format!("Warning: {e}. Extensions are not loaded."));
                 for s in sources {
                     self.core
                         .ext_error(&s.path.display().to_string(), "load", &e.to_string())

@@ -44,20 +44,13 @@ impl Runtime {
         );
         // Pi reports a replacement runtime's diagnostics once each (an unchanged settings
         // warning is not repeated on every replacement, nor one startup printed).
-        {
-            let mut reported = lock(&core.reported_diagnostics);
-            for d in &diagnostics {
-                let line = d.to_string();
-                if reported.insert(line.clone()) {
-                    eprintln!("{line}");
-                }
-            }
-            for (path, error) in &res.missing_extensions {
-                let line = format!("Error: Failed to load extension \"{path}\": {error}");
-                if reported.insert(line.clone()) {
-                    eprintln!("{line}");
-                }
-            }
+        for d in &diagnostics {
+            core.report_once(d.to_string());
+        }
+        for (path, error) in &res.missing_extensions {
+            core.report_once(format!(
+                "Error: Failed to load extension \"{path}\": {error}"
+            ));
         }
         // Resources extensions discover come back with `resources_discover` once they are
         // made anew.
@@ -94,12 +87,8 @@ impl Runtime {
             crate::extensions::model_refresh::refresh(&host, &core.registry, options).await;
         }
         core.ext.route_streams(&lock(&core.registry));
-        let mut reported = lock(&core.reported_diagnostics);
         for p in problems {
-            let line = format!("Warning: {p}");
-            if reported.insert(line.clone()) {
-                eprintln!("{line}");
-            }
+            core.report_once(format!("Warning: {p}"));
         }
     }
 
@@ -142,6 +131,14 @@ impl Runtime {
 }
 
 impl super::Core {
+    /// Writes a diagnostic line to stderr unless it was printed before (Pi's
+    /// `takeUnreportedDiagnostics`: replacements do not repeat what is unchanged).
+    pub(crate) fn report_once(&self, line: String) {
+        if lock(&self.reported_diagnostics).insert(line.clone()) {
+            eprintln!("{line}");
+        }
+    }
+
     /// The session's working directory (Pi's runtime cwd): where tools and `bash` run and
     /// whose resources the session has. The process's own cwd is `env.cwd`.
     pub fn cwd(&self) -> PathBuf {
