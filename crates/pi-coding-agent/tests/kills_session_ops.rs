@@ -16,15 +16,17 @@
 
 #[path = "../../pi-ai/tests/support/mod.rs"]
 mod mock;
+mod oc_agent;
 mod support;
 
 use mock::{Mock, Reply};
+use oc_agent::{Rng, Rpc, chunk_with_usage as chunk, load_messages};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::Command;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::TempDir;
@@ -33,27 +35,6 @@ use support::TempDir;
 const KILLS_PER_HOME: usize = 6;
 /// Bound on any wait for a record of a live `pi`.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n
-    }
-}
-
-fn chunk(delta: Value, finish: Value, usage: Option<Value>) -> String {
-    let mut c = json!({"id":"c1","object":"chat.completion.chunk","created":1,"model":"oc-model",
-        "choices":[{"index":0,"delta":delta,"finish_reason":finish}]});
-    if let Some(u) = usage {
-        c["usage"] = u;
-    }
-    format!("data: {c}\n\n")
-}
 
 /// A slow text answer whose usage is over the compaction threshold; it serves prompts and
 /// summarization requests alike.
@@ -81,92 +62,10 @@ fn answer(n: usize) -> Reply {
     r
 }
 
-fn agent_env(command: &mut Command, home: &Path) {
+/// `command` (ours or Pi's) on `--session <file>`.
+fn on_session(mut command: Command, file: &Path) -> Command {
+    command.args(["--session", file.to_str().unwrap()]);
     command
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("PI_OFFLINE", "1")
-        .current_dir(home)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-}
-
-const MODEL_ARGS: [&str; 8] = [
-    "--mode",
-    "rpc",
-    "-nc",
-    "-ne",
-    "--provider",
-    "oc",
-    "--model",
-    "oc-model",
-];
-
-fn pi(home: &Path, file: &Path) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pi"));
-    command
-        .args(MODEL_ARGS)
-        .args(["--session", file.to_str().unwrap()]);
-    agent_env(&mut command, home);
-    command.spawn().unwrap()
-}
-
-/// The messages a fresh process (ours or Pi's) loads from `file`.
-fn load_messages(mut child: Child, file: &Path, who: &str) -> Vec<Value> {
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"id\":\"m\",\"type\":\"get_messages\"}\n")
-        .unwrap();
-    let reader = BufReader::new(child.stdout.take().unwrap());
-    let mut messages = None;
-    for line in reader.lines() {
-        let rec: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if rec["id"] == "m" {
-            assert_eq!(
-                rec["success"],
-                true,
-                "{who} does not load {}: {rec}",
-                file.display()
-            );
-            messages = Some(rec["data"]["messages"].as_array().unwrap().clone());
-            break;
-        }
-    }
-    drop(stdin);
-    assert!(child.wait().unwrap().success(), "{who} failed on {file:?}");
-    messages.unwrap_or_else(|| panic!("{who} gave no messages for {}", file.display()))
-}
-
-fn reference_cli() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/.reference");
-    let cli = root.join("pi16/node_modules/@earendil-works/pi-coding-agent/dist/cli.js");
-    let node = root.join("node22/package/bin/node");
-    if cli.exists() && node.exists() {
-        return Some(cli);
-    }
-    assert!(
-        std::env::var("PI_REQUIRE_REFERENCE").is_err(),
-        "PI_REQUIRE_REFERENCE is set but the reference is not installed"
-    );
-    None
-}
-
-fn pi16(cli: &Path, home: &Path, file: &Path) -> Child {
-    let node = cli
-        .ancestors()
-        .nth(6)
-        .unwrap()
-        .join("node22/package/bin/node");
-    let mut command = Command::new(node);
-    command
-        .arg(cli)
-        .args(MODEL_ARGS)
-        .args(["--session", file.to_str().unwrap()]);
-    agent_env(&mut command, home);
-    command.spawn().unwrap()
 }
 
 /// What the client saw for one session file.
@@ -442,12 +341,8 @@ fn compactions_and_forks_survive_sigkill() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4usize);
-    let reference = reference_cli();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let reference = oc_agent::reference(Path::new("/")).is_some();
+    let rt = oc_agent::runtime();
     let mock = rt.block_on(Mock::start(vec![]));
     let mut rng = Rng(0x22_0026);
     let mut home = TempDir::new();
@@ -461,18 +356,13 @@ fn compactions_and_forks_survive_sigkill() {
     for kill in 0..kills {
         if kill % KILLS_PER_HOME == 0 {
             home = TempDir::new();
-            let agent = home.path.join("agent");
-            std::fs::create_dir_all(&agent).unwrap();
-            let models = json!({"providers": {"oc": {"baseUrl": format!("{}/v1", mock.base()),
-                "api": "openai-completions", "apiKey": "oc-key",
-                "models": [{"id": "oc-model", "reasoning": false, "input": ["text"],
-                    "contextWindow": 4000, "maxTokens": 1000}]}}});
-            std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
-            std::fs::write(
-                agent.join("settings.json"),
+            oc_agent::write_agent(
+                &home.path,
+                &mock.base(),
+                4000,
+                1000,
                 r#"{"retry":{"enabled":false},"compaction":{"enabled":true,"reserveTokens":1000,"keepRecentTokens":10}}"#,
-            )
-            .unwrap();
+            );
             versions.clear();
             seen_by_file.clear();
         }
@@ -481,21 +371,12 @@ fn compactions_and_forks_survive_sigkill() {
         for n in 0..16 {
             mock.push(answer(n));
         }
-        let mut child = pi(&home.path, &main);
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx
-                    .send(serde_json::from_str::<Value>(&line).unwrap())
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
+        let Rpc {
+            mut child,
+            stdin,
+            rx,
+            ..
+        } = Rpc::start(on_session(oc_agent::ours(&home.path), &main));
         let auto = rng.below(2) == 0;
         let main_for_script = main.clone();
         let phase = Phase::default();
@@ -520,7 +401,6 @@ fn compactions_and_forks_survive_sigkill() {
             .entry(phase.lock().unwrap().clone())
             .or_insert(0usize) += 1;
         child.wait().unwrap();
-        reader.join().unwrap();
         for (file, seen) in driver.join().unwrap() {
             let e = seen_by_file.entry(file).or_default();
             e.messages.extend(seen.messages);
@@ -535,7 +415,7 @@ fn compactions_and_forks_survive_sigkill() {
                 continue;
             }
             let (messages, summaries) = check_raw(&file, kill, &mut torn);
-            let loaded = load_messages(pi(&home.path, &file), &file, "pi");
+            let loaded = load_messages(on_session(oc_agent::ours(&home.path), &file), &file, "pi");
             if let Some(seen) = seen_by_file.get(&file) {
                 for m in &seen.messages {
                     assert!(
@@ -554,13 +434,13 @@ fn compactions_and_forks_survive_sigkill() {
                 checked_messages += seen.messages.len();
                 checked_summaries += seen.summaries.len();
             }
-            if let Some(cli) = &reference
+            if let Some(theirs) = oc_agent::reference(&home.path)
                 && cross_loads > 0
                 && kill % 3 == 2
             {
                 cross_loads -= 1;
                 pi_loads += 1;
-                let theirs = load_messages(pi16(cli, &home.path, &file), &file, "Pi 1.6.0");
+                let theirs = load_messages(on_session(theirs, &file), &file, "Pi 1.6.0");
                 assert_eq!(
                     theirs.len(),
                     loaded.len(),
@@ -586,7 +466,7 @@ fn compactions_and_forks_survive_sigkill() {
         checked_messages > kills && checked_summaries > 0,
         "too little reached the client to mean anything"
     );
-    if reference.is_none() {
+    if !reference {
         eprintln!(
             "Pi loads skipped: the reference is not installed (conformance/record installs it)"
         );

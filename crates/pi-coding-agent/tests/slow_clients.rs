@@ -17,41 +17,23 @@
 
 #[path = "../../pi-ai/tests/support/mod.rs"]
 mod mock;
+mod oc_agent;
 mod support;
 
 use mock::{Mock, Reply};
-use serde_json::{Value, json};
+use oc_agent::env_number as env_u64;
+use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 use support::TempDir;
 
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
-
-fn chunk(delta: Value, finish: Value) -> String {
-    let c = json!({"id":"c1","object":"chat.completion.chunk","created":1,"model":"oc-model",
-        "choices":[{"index":0,"delta":delta,"finish_reason":finish}]});
-    format!("data: {c}\n\n")
-}
-
 /// An openai-completions answer of `n` deltas (`d0 d1 …`); the full text comes back too.
 fn long_answer(n: u64) -> (Reply, String) {
-    let mut chunks = vec![chunk(json!({"role":"assistant","content":""}), Value::Null)];
-    let mut text = String::new();
-    for i in 0..n {
-        let d = format!("d{i} ");
-        text.push_str(&d);
-        chunks.push(chunk(json!({"content": d}), Value::Null));
-    }
-    chunks.push(chunk(json!({}), json!("stop")));
-    chunks.push("data: [DONE]\n\n".into());
-    (Reply::sse(chunks), text)
+    let deltas: Vec<String> = (0..n).map(|i| format!("d{i} ")).collect();
+    let text = deltas.concat();
+    (Reply::sse(oc_agent::text_chunks(deltas)), text)
 }
 
 struct Session {
@@ -63,47 +45,19 @@ struct Session {
 
 /// `pi --mode rpc` with a session directory, on a provider served by `reply`.
 fn start(reply: Reply) -> Session {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = oc_agent::runtime();
     let mock = rt.block_on(Mock::start(vec![reply]));
     let home = TempDir::new();
-    let agent = home.path.join("agent");
-    std::fs::create_dir_all(&agent).unwrap();
-    let models = json!({"providers": {"oc": {"baseUrl": format!("{}/v1", mock.base()),
-        "api": "openai-completions", "apiKey": "oc-key",
-        "models": [{"id": "oc-model", "reasoning": false, "input": ["text"],
-            "contextWindow": 200000, "maxTokens": 32000}]}}});
-    std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
-    std::fs::write(
-        agent.join("settings.json"),
-        r#"{"retry":{"enabled":false},"compaction":{"enabled":false}}"#,
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_pi"))
-        .args([
-            "--mode",
-            "rpc",
-            "-nc",
-            "-ne",
-            "--provider",
-            "oc",
-            "--model",
-            "oc-model",
-        ])
+    oc_agent::write_agent(
+        &home.path,
+        &mock.base(),
+        200_000,
+        32000,
+        oc_agent::PLAIN_SETTINGS,
+    );
+    let child = oc_agent::ours(&home.path)
         .arg("--session-dir")
         .arg(home.path.join("sessions"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &home.path)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .env("PI_OFFLINE", "1")
-        .current_dir(&home.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     Session {
