@@ -11,7 +11,8 @@
 //!   resident after a start, 8.4 → 2.5 MB after a tool turn). It needs lld, rustc's default
 //!   linker for x86-64 Linux since 1.90, so it is used only there and only when no other
 //!   linker is configured (`RUSTC_LINKER`, `-C linker…` in the flags); `PI_NO_SYMBOL_ORDER=1`
-//!   turns it off. Names missing from a build (the list went stale) are skipped.
+//!   turns it off. Names missing from a build (the list went stale) are skipped;
+//!   `tests/link_order.rs` fails when Cargo.lock changed since the list was made.
 //! * are stripped of symbols by the linker, not by the profile (which would rename every
 //!   symbol, see the workspace `Cargo.toml`); `PI_NO_STRIP=1` keeps them, for
 //!   `scripts/gen-symbol-order` and profilers.

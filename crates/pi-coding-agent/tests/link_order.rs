@@ -1,0 +1,42 @@
+//! The release link order (`link/symbol-order.txt`, see build.rs) names functions by their
+//! mangled symbols, which carry each crate's hash; the hashes change with the dependency graph.
+//! A stale order links fine but keeps the startup functions apart again (idle RSS ~10 MB instead
+//! of ~6.5 MB), so a change of Cargo.lock must come with `scripts/gen-symbol-order`, which
+//! records the packages it ran with in `link/symbol-order.packages`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
+
+use std::path::Path;
+
+/// `name version` of every package in a Cargo.lock, sorted (as the script writes them).
+fn packages(lock: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut name = None;
+    for line in lock.lines().map(str::trim) {
+        if let Some(n) = line.strip_prefix("name = \"") {
+            name = Some(n.trim_end_matches('"').to_owned());
+        } else if let Some(v) = line.strip_prefix("version = \"")
+            && let Some(n) = name.take()
+        {
+            out.push(format!("{n} {}", v.trim_end_matches('"')));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_link_order_was_made_with_the_current_dependencies() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(manifest.join("../../Cargo.lock")).unwrap();
+    let stamp = std::fs::read_to_string(manifest.join("link/symbol-order.packages")).unwrap();
+    let now = packages(&lock);
+    let then: Vec<String> = stamp.lines().map(str::to_owned).collect();
+    let added: Vec<&String> = now.iter().filter(|p| !then.contains(p)).collect();
+    let removed: Vec<&String> = then.iter().filter(|p| !now.contains(p)).collect();
+    assert!(
+        added.is_empty() && removed.is_empty(),
+        "Cargo.lock changed since the release link order was made (added {added:?}, removed \
+         {removed:?}): run scripts/gen-symbol-order and commit both files in link/"
+    );
+}
