@@ -171,6 +171,24 @@ fn wait_quiet(max: std::time::Duration) -> f64 {
     }
 }
 
+/// The smallest ours/ref ratio over the rounds (higher is better): round by round when both
+/// sides have every round, else the worst of ours against the best of the reference.
+fn worst_round_ratio(ours: &[f64], reference: &[f64]) -> Option<f64> {
+    if ours.is_empty() || reference.is_empty() {
+        return None;
+    }
+    if ours.len() == reference.len() {
+        return ours
+            .iter()
+            .zip(reference)
+            .map(|(o, r)| o / r)
+            .min_by(f64::total_cmp);
+    }
+    let worst = ours.iter().copied().min_by(f64::total_cmp)?;
+    let best = reference.iter().copied().max_by(f64::total_cmp)?;
+    Some(worst / best)
+}
+
 fn col<T: Copy>(side: &Side<T>, f: impl Fn(T) -> f64) -> Vec<f64> {
     side.samples.iter().map(|s| f(*s)).collect()
 }
@@ -398,8 +416,13 @@ fn run(cli: Cli) -> Result<(), String> {
         row.ours = col(o, |s| s.records_per_s);
         row.reference = Some(col(r, |s| s.records_per_s));
         notes(&mut row, o, Some(r));
-        if let Some(ratio) = row.ratio() {
-            row.target = Some(("≥ 10× ref".into(), ratio >= 10.0));
+        // The issue asks for 10× in every run, not only in the median: the worst round's
+        // ratio (rounds pair up as they alternated; after a failed round, worst against best).
+        if let Some(worst) = worst_round_ratio(&row.ours, row.reference.as_deref().unwrap_or(&[])) {
+            row.target = Some((
+                format!("≥ 10× ref in every round (worst {worst:.1}×)"),
+                worst >= 10.0,
+            ));
         }
         rows.push(row);
         let mut row = Row::new(
@@ -417,8 +440,10 @@ fn run(cli: Cli) -> Result<(), String> {
         );
         row.ours = col(o, |s| s.lock_p99_us);
         row.reference = Some(col(r, |s| s.lock_p99_us));
-        if let Some(om) = row.ours_median() {
-            row.target = Some(("< 100 µs".into(), om < 100.0));
+        // Within 1.3× of what the minimal relay gets on this machine (the floor below).
+        let floor_p99 = stats::summarize(&col(floor, |s| s.lock_p99_us)).map(|s| s.median);
+        if let (Some(om), Some(fm)) = (row.ours_median(), floor_p99) {
+            row.target = Some((format!("≤ 1.3× floor ({:.1} µs)", 1.3 * fm), om <= 1.3 * fm));
         }
         rows.push(row);
         let mut row = Row::new(
