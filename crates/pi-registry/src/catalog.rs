@@ -34,7 +34,9 @@ pub(crate) struct Catalog {
     header: Header,
     index_line: &'static str,
     index: OnceLock<Vec<Vec<(String, String)>>>,
-    lines: Vec<&'static str>,
+    /// The providers' lines, sliced out of the text only when needed: slicing checks both
+    /// ends for a character boundary, which reads (and so pages in) the text around them.
+    lines: &'static [(usize, usize)],
     models: Vec<OnceLock<Arc<[Arc<Model>]>>>,
 }
 
@@ -43,19 +45,20 @@ pub(crate) struct Catalog {
 pub(crate) fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG.get_or_init(|| {
-        let mut lines = CATALOG_LINES
-            .iter()
-            .filter_map(|&(a, b)| CATALOG_TEXT.get(a..b));
-        let header = lines
-            .next()
+        let line = |i: usize| {
+            CATALOG_LINES
+                .get(i)
+                .and_then(|&(a, b)| CATALOG_TEXT.get(a..b))
+        };
+        let header = line(0)
             .and_then(|l| serde_json::from_str::<Header>(l).ok())
             .unwrap_or(Header {
                 generated_at_ms: None,
                 providers: Vec::new(),
                 default_models: Map::new(),
             });
-        let index_line = lines.next().unwrap_or("[]");
-        let lines: Vec<&'static str> = lines.collect();
+        let index_line = line(1).unwrap_or("[]");
+        let lines = CATALOG_LINES.get(2..).unwrap_or_default();
         let models = (0..lines.len()).map(|_| OnceLock::new()).collect();
         Catalog {
             header,
@@ -68,6 +71,14 @@ pub(crate) fn catalog() -> &'static Catalog {
 }
 
 impl Catalog {
+    /// The provider line at `index` (`[]` when there is none).
+    fn line(&self, index: usize) -> &'static str {
+        self.lines
+            .get(index)
+            .and_then(|&(a, b)| CATALOG_TEXT.get(a..b))
+            .unwrap_or("[]")
+    }
+
     pub(crate) fn providers(&self) -> &[CatalogProvider] {
         &self.header.providers
     }
@@ -108,8 +119,7 @@ impl Catalog {
             return Arc::from(Vec::new());
         };
         slot.get_or_init(|| {
-            let line = self.lines.get(index).copied().unwrap_or("[]");
-            serde_json::from_str::<Vec<Model>>(line)
+            serde_json::from_str::<Vec<Model>>(self.line(index))
                 .map(|v| v.into_iter().map(Arc::new).collect())
                 .unwrap_or_default()
         })
@@ -118,7 +128,6 @@ impl Catalog {
 
     /// The provider's chat models as JavaScript objects, for layering `models.json` over them.
     pub(crate) fn model_objects(&self, index: usize) -> Vec<Map<String, Value>> {
-        let line = self.lines.get(index).copied().unwrap_or("[]");
-        serde_json::from_str(line).unwrap_or_default()
+        serde_json::from_str(self.line(index)).unwrap_or_default()
     }
 }
