@@ -40,12 +40,50 @@ fn main() {
         && order.is_file()
         && links_with_rust_lld(&var)
     {
+        let order = expand_order(&order).unwrap_or(order);
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
             order.display()
         );
         println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
+}
+
+/// How far an LLVM uniquing suffix may move between the build the order was recorded from and
+/// this one (measured: a few; an extra copy costs nothing when it does not exist).
+const SUFFIX_DRIFT: u64 = 400;
+
+/// Local functions that several crates each carry (`#[inline]` code such as a derived
+/// `clone`) get LLVM suffixes under LTO (`…E.6338`), numbered by the order the module was
+/// merged in, so any code change can renumber them and the recorded names miss the copy that
+/// runs. Every such name is widened to its plain name and the suffixes around the recorded one
+/// (written to OUT_DIR); a start's code then stays together when the code changes.
+fn expand_order(order: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::fmt::Write;
+    let text = std::fs::read_to_string(order).ok()?;
+    let mut out = String::with_capacity(text.len() * 2);
+    for name in text.lines() {
+        let suffixed = name
+            .rsplit_once('.')
+            .and_then(|(base, n)| Some((base, n.parse::<u64>().ok()?)));
+        match suffixed {
+            Some((base, n)) => {
+                let _ = writeln!(out, "{name}");
+                let _ = writeln!(out, "{base}");
+                for m in n.saturating_sub(SUFFIX_DRIFT)..n + SUFFIX_DRIFT {
+                    if m != n {
+                        let _ = writeln!(out, "{base}.{m}");
+                    }
+                }
+            }
+            None => {
+                let _ = writeln!(out, "{name}");
+            }
+        }
+    }
+    let path = std::path::Path::new(&std::env::var("OUT_DIR").ok()?).join("symbol-order.txt");
+    std::fs::write(&path, out).ok()?;
+    Some(path)
 }
 
 /// Whether the binary is linked by the rust-lld rustc uses by default for x86-64 Linux since
