@@ -94,6 +94,7 @@ impl SessionModels {
                     .filter_map(|(k, v)| Some((k, v.as_str()?.to_string())))
                     .collect(),
                 max_retries: None,
+                temperature: None,
                 cancel,
             };
             match kind {
