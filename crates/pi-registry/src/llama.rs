@@ -269,6 +269,29 @@ pub(crate) fn stored_chat_models(entry: Option<&Value>) -> Vec<JsObject> {
         .unwrap_or_default()
 }
 
+/// The stored classifiers (`llama-cpp-classify` for chat models, System One for decision models).
+pub(crate) fn stored_classifiers(entry: Option<&Value>) -> Vec<JsObject> {
+    entry
+        .and_then(|e| e.get("models"))
+        .and_then(Value::as_array)
+        .map(|models| {
+            models
+                .iter()
+                .filter_map(Value::as_object)
+                .filter(|m| m.get("provider").and_then(Value::as_str) == Some(LLAMA_PROVIDER_ID))
+                .filter(|m| m.get("type").and_then(Value::as_str) == Some("classifier"))
+                .filter(|m| {
+                    matches!(
+                        m.get("api").and_then(Value::as_str),
+                        Some("llama-cpp-classify" | "typesafe-system-one")
+                    )
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Context windows of the models an earlier refresh stored, by id (chat models and this
 /// provider's classifiers), for models whose server reports none now.
 fn cached_context_windows(entry: Option<&Value>) -> Vec<(String, f64)> {

@@ -52,23 +52,26 @@ fn type_of(model: &JsObject) -> &str {
 impl ModelRegistry {
     /// The non-chat models of one provider, with its `models.json` entry applied.
     fn typed_models_of(&self, provider: &str) -> Vec<JsObject> {
-        let builtin_models = builtin()
-            .iter()
-            .find(|(p, _)| p == provider)
-            .map(|(_, m)| m.clone())
-            .unwrap_or_default();
-        // Only built-in providers have typed models; a refreshed catalog updates them.
-        if crate::catalog::catalog().index_of(provider).is_none() {
-            return Vec::new();
-        }
-        let models = self.store.apply_typed(
-            provider,
-            crate::store::ModelsStore::kind_of(provider),
-            crate::catalog::catalog().generated_at_ms(),
-            builtin_models,
-        );
+        let base = if crate::catalog::catalog().index_of(provider).is_some() {
+            let builtin_models = builtin()
+                .iter()
+                .find(|(p, _)| p == provider)
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default();
+            self.store.apply_typed(
+                provider,
+                crate::store::ModelsStore::kind_of(provider),
+                crate::catalog::catalog().generated_at_ms(),
+                builtin_models,
+            )
+        } else if self.llama && provider == crate::llama::LLAMA_PROVIDER_ID {
+            // The classifiers the last refresh of the llama.cpp server stored.
+            crate::llama::stored_classifiers(self.store.entry(provider))
+        } else {
+            Vec::new()
+        };
         let config = self.config.provider(provider);
-        models
+        let models: Vec<JsObject> = base
             .into_iter()
             .map(|mut model| {
                 if let Some(c) = config {
@@ -92,7 +95,26 @@ impl ModelRegistry {
                 }
                 model
             })
-            .collect()
+            .collect();
+        // An extension's registration: its `models` replace these too (typed entries among
+        // them), a lone `baseUrl` moves them.
+        let Some(ext) = self.extension(provider) else {
+            return models;
+        };
+        match crate::extension_provider::apply_extension(provider, models.clone(), ext) {
+            Ok(applied) => applied
+                .into_iter()
+                .filter(|m| type_of(m) != "chat")
+                .map(|mut m| {
+                    // `headers: undefined` as Pi leaves it: not listed.
+                    if m.get("headers").is_some_and(Value::is_null) {
+                        m.remove("headers");
+                    }
+                    m
+                })
+                .collect(),
+            Err(_) => models,
+        }
     }
 
     /// A chat model as pi-ai holds it (catalog models carry `"type": "chat"`, `models.json`
