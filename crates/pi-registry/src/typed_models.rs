@@ -117,6 +117,13 @@ impl ModelRegistry {
         }
     }
 
+    /// Whether `provider` is a built-in one with classifier or image models of its own (pi-ai
+    /// runs their calls).
+    pub fn has_builtin_typed_models(&self, provider: &str) -> bool {
+        builtin().iter().any(|(p, _)| p == provider)
+            || (self.llama && provider == crate::llama::LLAMA_PROVIDER_ID)
+    }
+
     /// A chat model as pi-ai holds it (catalog models carry `"type": "chat"`, `models.json`
     /// ones no `type`).
     fn chat_entry(model: &pi_protocol::Model) -> Option<JsObject> {

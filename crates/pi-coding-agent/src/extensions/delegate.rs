@@ -365,7 +365,6 @@ impl HostDelegate {
             // `ctx.modelRegistry.classify()` / `generateImages()`: the model as the extension
             // gives it, credentials of its provider.
             "classify" | "generate_images" => {
-                use pi_mcp::codemode_models::ModelsHost;
                 let model = params
                     .get("model")
                     .and_then(Value::as_object)
@@ -395,11 +394,13 @@ impl HostDelegate {
                     core: Arc::downgrade(&rt.core),
                 };
                 let cancel = tokio_util::sync::CancellationToken::new();
-                Ok(if classify {
-                    host.classify(model, context, cancel).await
+                let kind = if classify {
+                    crate::runtime::codemode_models::Kind::Classify
                 } else {
-                    host.generate_images(model, context, cancel).await
-                })
+                    crate::runtime::codemode_models::Kind::Images
+                };
+                // No signal: `ctx.modelRegistry.classify(model, context)` passes none.
+                Ok(host.run_with(kind, model, context, cancel, false).await)
             }
             "get_api_key" => {
                 let provider = text(&params, "provider")?;
