@@ -399,8 +399,19 @@ impl HostDelegate {
                 } else {
                     crate::runtime::codemode_models::Kind::Images
                 };
-                // No signal: `ctx.modelRegistry.classify(model, context)` passes none.
-                Ok(host.run_with(kind, model, context, cancel, false).await)
+                // No signal: `ctx.modelRegistry.classify(model, context, options)` passes none.
+                let options = params.get("options");
+                let tuning = crate::runtime::codemode_models::Tuning {
+                    signal: false,
+                    temperature: options
+                        .and_then(|o| o.get("temperature"))
+                        .and_then(Value::as_f64),
+                    max_retries: options
+                        .and_then(|o| o.get("maxRetries"))
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n).ok()),
+                };
+                Ok(host.run_with(kind, model, context, cancel, tuning).await)
             }
             "get_api_key" => {
                 let provider = text(&params, "provider")?;

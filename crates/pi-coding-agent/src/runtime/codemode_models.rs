@@ -23,6 +23,18 @@ pub(crate) enum Kind {
     Images,
 }
 
+/// The caller's options of one call.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Tuning {
+    /// Whether an extension's implementation gets an abort signal (codemode calls pass one,
+    /// `ctx.modelRegistry` calls none).
+    pub signal: bool,
+    /// `temperature` of `ctx.modelRegistry.classify(model, context, options)`.
+    pub temperature: Option<f64>,
+    /// `maxRetries` of the same options.
+    pub max_retries: Option<u32>,
+}
+
 /// How a provider runs calls of one kind for a model's api.
 enum Runner {
     /// pi-ai's wire APIs (built-in providers).
@@ -67,18 +79,20 @@ impl SessionModels {
         context: Value,
         cancel: CancellationToken,
     ) -> Pin<Box<dyn Future<Output = Value> + Send + 'static>> {
-        self.run_with(kind, model, context, cancel, true)
+        let tuning = Tuning {
+            signal: true,
+            ..Tuning::default()
+        };
+        self.run_with(kind, model, context, cancel, tuning)
     }
 
-    /// `signal`: whether an extension's implementation gets an abort signal (codemode calls
-    /// pass one, `ctx.modelRegistry` calls none).
     pub(crate) fn run_with(
         &self,
         kind: Kind,
         model: Entry,
         context: Value,
         cancel: CancellationToken,
-        signal: bool,
+        tuning: Tuning,
     ) -> Pin<Box<dyn Future<Output = Value> + Send + 'static>> {
         let core = self.core.clone();
         Box::pin(async move {
@@ -163,7 +177,7 @@ impl SessionModels {
                         api_key: auth.api_key,
                         headers: auth.headers.unwrap_or_default(),
                         env: auth.env,
-                        signal,
+                        tuning,
                     };
                     return match run_in_host(&core, call, &model, context, cancel).await {
                         Ok(result) => result,
@@ -181,8 +195,8 @@ impl SessionModels {
                     .into_iter()
                     .filter_map(|(k, v)| Some((k, v.as_str()?.to_string())))
                     .collect(),
-                max_retries: None,
-                temperature: None,
+                max_retries: tuning.max_retries,
+                temperature: tuning.temperature,
                 cancel,
             };
             match kind {
@@ -200,7 +214,7 @@ struct TypedCall<'a> {
     api_key: Option<String>,
     headers: Vec<(String, Option<String>)>,
     env: Option<Map<String, Value>>,
-    signal: bool,
+    tuning: Tuning,
 }
 
 /// Runs an extension's `classify`/`generateImages` in the extension host; its result comes
@@ -230,6 +244,12 @@ async fn run_in_host(
     if !headers.is_empty() {
         options.insert("headers".into(), Value::Object(headers));
     }
+    if let Some(t) = call.tuning.temperature {
+        options.insert("temperature".into(), pi_js::json::js_number_value(t));
+    }
+    if let Some(n) = call.tuning.max_retries {
+        options.insert("maxRetries".into(), json!(n));
+    }
     if let Some(env) = call.env.filter(|e| !e.is_empty()) {
         options.insert("env".into(), Value::Object(env));
     }
@@ -244,7 +264,7 @@ async fn run_in_host(
     params.insert("model".into(), Value::Object(model.clone()));
     params.insert("context".into(), context);
     params.insert("options".into(), Value::Object(options));
-    params.insert("signal".into(), json!(call.signal));
+    params.insert("signal".into(), json!(call.tuning.signal));
     let request = host.request("provider_typed", params);
     tokio::pin!(request);
     let answer = tokio::select! {
