@@ -531,6 +531,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stored_classifiers_are_this_providers_label_and_decision_classifiers() {
+        let entry = json!({"models": [
+            {"id": "a", "provider": "llama.cpp", "api": "openai-completions"},
+            {"id": "a", "provider": "llama.cpp", "type": "classifier", "api": "llama-cpp-classify"},
+            {"id": "d", "provider": "llama.cpp", "type": "classifier", "api": "typesafe-system-one"},
+            {"id": "x", "provider": "other", "type": "classifier", "api": "llama-cpp-classify"},
+            {"id": "y", "provider": "llama.cpp", "type": "classifier", "api": "openai-decisions"},
+        ]});
+        let ids: Vec<String> = stored_classifiers(Some(&entry))
+            .iter()
+            .map(|m| format!("{}:{}", m["id"], m["api"]))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "\"a\":\"llama-cpp-classify\"",
+                "\"d\":\"typesafe-system-one\""
+            ]
+        );
+        assert!(stored_classifiers(None).is_empty());
+    }
+
+    #[test]
     fn server_urls_normalize_like_pi() {
         let n = |s: &str| normalize_server_url(s);
         assert_eq!(

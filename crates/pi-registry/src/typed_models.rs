@@ -263,4 +263,42 @@ mod tests {
         assert!(!chat.is_empty() && chat.iter().all(|m| m["type"] == "chat"));
         assert!(r.models_of_type("chat", Some("typesafe")).is_empty());
     }
+
+    #[test]
+    fn an_extension_registration_lists_its_typed_models_by_type_only() {
+        let (mut r, _dir) = registry("{}", &[]);
+        let config = serde_json::json!({
+            "apiKey": "k", "baseUrl": "http://media.invalid",
+            "models": [
+                {"type": "classifier", "id": "c", "name": "C", "api": "c-api", "headers": {"X": "1"}},
+                {"type": "image", "id": "i", "name": "I", "api": "i-api", "baseUrl": "http://own.invalid"},
+                {"id": "chat", "name": "Chat", "api": "openai-completions", "reasoning": false,
+                    "input": ["text"], "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": 10, "maxTokens": 5},
+            ],
+            "classifiers": {"c-api": {"classify": true}},
+        });
+        let config = config.as_object().cloned().unwrap_or_default();
+        assert_eq!(r.register_extension_provider("media", &config), Ok(()));
+        let classifiers = r.models_of_type("classifier", Some("media"));
+        assert_eq!(
+            Value::Object(classifiers[0].clone()),
+            serde_json::json!({"type": "classifier", "id": "c", "name": "C", "api": "c-api",
+                "provider": "media", "baseUrl": "http://media.invalid"})
+        );
+        let image = r.model_of_type("image", "media", "i").unwrap_or_default();
+        assert_eq!(image["baseUrl"], "http://own.invalid");
+        let chat: Vec<String> = r
+            .all_models()
+            .iter()
+            .filter(|m| m.provider == "media")
+            .map(|m| m.id.clone())
+            .collect();
+        assert_eq!(chat, ["chat"]);
+        assert_eq!(r.available_of_type("classifier", Some("media")).len(), 1);
+        assert!(!r.has_builtin_typed_models("media"));
+        assert!(r.has_builtin_typed_models("typesafe"));
+        r.unregister_extension_provider("media");
+        assert!(r.models_of_type("classifier", Some("media")).is_empty());
+    }
 }
