@@ -269,6 +269,29 @@ pub(crate) fn stored_chat_models(entry: Option<&Value>) -> Vec<JsObject> {
         .unwrap_or_default()
 }
 
+/// The stored classifiers (`llama-cpp-classify` for chat models, System One for decision models).
+pub(crate) fn stored_classifiers(entry: Option<&Value>) -> Vec<JsObject> {
+    entry
+        .and_then(|e| e.get("models"))
+        .and_then(Value::as_array)
+        .map(|models| {
+            models
+                .iter()
+                .filter_map(Value::as_object)
+                .filter(|m| m.get("provider").and_then(Value::as_str) == Some(LLAMA_PROVIDER_ID))
+                .filter(|m| m.get("type").and_then(Value::as_str) == Some("classifier"))
+                .filter(|m| {
+                    matches!(
+                        m.get("api").and_then(Value::as_str),
+                        Some("llama-cpp-classify" | "typesafe-system-one")
+                    )
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Context windows of the models an earlier refresh stored, by id (chat models and this
 /// provider's classifiers), for models whose server reports none now.
 fn cached_context_windows(entry: Option<&Value>) -> Vec<(String, f64)> {
@@ -506,6 +529,29 @@ pub async fn refresh(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_classifiers_are_this_providers_label_and_decision_classifiers() {
+        let entry = json!({"models": [
+            {"id": "a", "provider": "llama.cpp", "api": "openai-completions"},
+            {"id": "a", "provider": "llama.cpp", "type": "classifier", "api": "llama-cpp-classify"},
+            {"id": "d", "provider": "llama.cpp", "type": "classifier", "api": "typesafe-system-one"},
+            {"id": "x", "provider": "other", "type": "classifier", "api": "llama-cpp-classify"},
+            {"id": "y", "provider": "llama.cpp", "type": "classifier", "api": "openai-decisions"},
+        ]});
+        let ids: Vec<String> = stored_classifiers(Some(&entry))
+            .iter()
+            .map(|m| format!("{}:{}", m["id"], m["api"]))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "\"a\":\"llama-cpp-classify\"",
+                "\"d\":\"typesafe-system-one\""
+            ]
+        );
+        assert!(stored_classifiers(None).is_empty());
+    }
 
     #[test]
     fn server_urls_normalize_like_pi() {

@@ -389,7 +389,12 @@ impl ModelRegistry {
                 // Our `Model` keeps counts as integers; Pi would accept e.g. `contextWindow:
                 // 1000.5`. Such a model is skipped and reported instead of failing the provider.
                 let mut models = Vec::with_capacity(objects.len());
-                for object in objects {
+                // Image and classifier entries of a registration are listed by type
+                // (`typed_models`), never as chat models.
+                let chat = objects
+                    .into_iter()
+                    .filter(|o| o.get("type").and_then(Value::as_str).unwrap_or("chat") == "chat");
+                for object in chat {
                     match to_model(object) {
                         Ok(m) => models.push(Arc::new(m)),
                         Err(message) => self.errors.push(LoadError::Provider {
@@ -458,7 +463,7 @@ impl ModelRegistry {
 
     /// The stored credential for `provider`: `--api-key` first, then auth.json (its key resolved
     /// once per registry).
-    fn extension(&self, id: &str) -> Option<&JsObject> {
+    pub(crate) fn extension(&self, id: &str) -> Option<&JsObject> {
         self.extensions
             .iter()
             .find(|(p, _)| p == id)

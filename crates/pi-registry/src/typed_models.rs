@@ -52,23 +52,26 @@ fn type_of(model: &JsObject) -> &str {
 impl ModelRegistry {
     /// The non-chat models of one provider, with its `models.json` entry applied.
     fn typed_models_of(&self, provider: &str) -> Vec<JsObject> {
-        let builtin_models = builtin()
-            .iter()
-            .find(|(p, _)| p == provider)
-            .map(|(_, m)| m.clone())
-            .unwrap_or_default();
-        // Only built-in providers have typed models; a refreshed catalog updates them.
-        if crate::catalog::catalog().index_of(provider).is_none() {
-            return Vec::new();
-        }
-        let models = self.store.apply_typed(
-            provider,
-            crate::store::ModelsStore::kind_of(provider),
-            crate::catalog::catalog().generated_at_ms(),
-            builtin_models,
-        );
+        let base = if crate::catalog::catalog().index_of(provider).is_some() {
+            let builtin_models = builtin()
+                .iter()
+                .find(|(p, _)| p == provider)
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default();
+            self.store.apply_typed(
+                provider,
+                crate::store::ModelsStore::kind_of(provider),
+                crate::catalog::catalog().generated_at_ms(),
+                builtin_models,
+            )
+        } else if self.llama && provider == crate::llama::LLAMA_PROVIDER_ID {
+            // The classifiers the last refresh of the llama.cpp server stored.
+            crate::llama::stored_classifiers(self.store.entry(provider))
+        } else {
+            Vec::new()
+        };
         let config = self.config.provider(provider);
-        models
+        let models: Vec<JsObject> = base
             .into_iter()
             .map(|mut model| {
                 if let Some(c) = config {
@@ -92,7 +95,33 @@ impl ModelRegistry {
                 }
                 model
             })
-            .collect()
+            .collect();
+        // An extension's registration: its `models` replace these too (typed entries among
+        // them), a lone `baseUrl` moves them.
+        let Some(ext) = self.extension(provider) else {
+            return models;
+        };
+        match crate::extension_provider::apply_extension(provider, models.clone(), ext) {
+            Ok(applied) => applied
+                .into_iter()
+                .filter(|m| type_of(m) != "chat")
+                .map(|mut m| {
+                    // `headers: undefined` as Pi leaves it: not listed.
+                    if m.get("headers").is_some_and(Value::is_null) {
+                        m.remove("headers");
+                    }
+                    m
+                })
+                .collect(),
+            Err(_) => models,
+        }
+    }
+
+    /// Whether `provider` is a built-in one with classifier or image models of its own (pi-ai
+    /// runs their calls).
+    pub fn has_builtin_typed_models(&self, provider: &str) -> bool {
+        builtin().iter().any(|(p, _)| p == provider)
+            || (self.llama && provider == crate::llama::LLAMA_PROVIDER_ID)
     }
 
     /// A chat model as pi-ai holds it (catalog models carry `"type": "chat"`, `models.json`
@@ -233,5 +262,43 @@ mod tests {
         let chat = r.models_of_type("chat", Some("anthropic"));
         assert!(!chat.is_empty() && chat.iter().all(|m| m["type"] == "chat"));
         assert!(r.models_of_type("chat", Some("typesafe")).is_empty());
+    }
+
+    #[test]
+    fn an_extension_registration_lists_its_typed_models_by_type_only() {
+        let (mut r, _dir) = registry("{}", &[]);
+        let config = serde_json::json!({
+            "apiKey": "k", "baseUrl": "http://media.invalid",
+            "models": [
+                {"type": "classifier", "id": "c", "name": "C", "api": "c-api", "headers": {"X": "1"}},
+                {"type": "image", "id": "i", "name": "I", "api": "i-api", "baseUrl": "http://own.invalid"},
+                {"id": "chat", "name": "Chat", "api": "openai-completions", "reasoning": false,
+                    "input": ["text"], "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": 10, "maxTokens": 5},
+            ],
+            "classifiers": {"c-api": {"classify": true}},
+        });
+        let config = config.as_object().cloned().unwrap_or_default();
+        assert_eq!(r.register_extension_provider("media", &config), Ok(()));
+        let classifiers = r.models_of_type("classifier", Some("media"));
+        assert_eq!(
+            Value::Object(classifiers[0].clone()),
+            serde_json::json!({"type": "classifier", "id": "c", "name": "C", "api": "c-api",
+                "provider": "media", "baseUrl": "http://media.invalid"})
+        );
+        let image = r.model_of_type("image", "media", "i").unwrap_or_default();
+        assert_eq!(image["baseUrl"], "http://own.invalid");
+        let chat: Vec<String> = r
+            .all_models()
+            .iter()
+            .filter(|m| m.provider == "media")
+            .map(|m| m.id.clone())
+            .collect();
+        assert_eq!(chat, ["chat"]);
+        assert_eq!(r.available_of_type("classifier", Some("media")).len(), 1);
+        assert!(!r.has_builtin_typed_models("media"));
+        assert!(r.has_builtin_typed_models("typesafe"));
+        r.unregister_extension_provider("media");
+        assert!(r.models_of_type("classifier", Some("media")).is_empty());
     }
 }

@@ -2,13 +2,16 @@
 //! probabilities. Pi 1.6.0 speaks three wire APIs for them: TypeSafe's System One
 //! (`typesafe-system-one`, also served by OpenRouter, Vercel AI Gateway, OpenCode and GitHub
 //! Copilot), System One on Cloudflare Workers AI's REST endpoint
-//! (`cloudflare-workers-ai-system-one`), and OpenAI's Decisions API (`openai-decisions`).
+//! (`cloudflare-workers-ai-system-one`), OpenAI's Decisions API (`openai-decisions`), and chat
+//! models on llama.cpp's `llama-server` read out through label-token probabilities
+//! (`llama-cpp-classify`).
 //!
 //! Models and contexts are JSON as scripts see them; results are Pi's `ClassifierResult` objects,
 //! key order included, since they reach codemode scripts as they are. Calls never fail: problems
 //! become `stopReason: "error"` results with Pi's texts.
 
 mod decisions;
+mod llama;
 mod system_one;
 
 use crate::http::{self, SendError};
@@ -26,6 +29,8 @@ pub struct CallOptions {
     pub env: Vec<(String, String)>,
     /// `None`: the API's default (2 for classifiers, none for images).
     pub max_retries: Option<u32>,
+    /// Softmax temperature of label readouts (`llama-cpp-classify`); `None` is 1.
+    pub temperature: Option<f64>,
     pub cancel: CancellationToken,
 }
 
@@ -209,6 +214,18 @@ pub(crate) async fn post_json(
         model_headers(model),
         options.headers.clone(),
     ]);
+    send_json(label, url, headers, body, options, no_retry).await
+}
+
+/// One JSON POST with `headers`, retried as [`post_json`] describes; returns the parsed body.
+pub(crate) async fn send_json(
+    label: &'static str,
+    url: &str,
+    headers: Vec<(String, String)>,
+    body: &Value,
+    options: &CallOptions,
+    no_retry: &[u16],
+) -> Result<Value, CallError> {
     let body = body.to_string();
     let max_retries = options.max_retries.unwrap_or(2);
     let mut attempt = 0;
@@ -250,6 +267,7 @@ pub(crate) async fn post_json(
                 let policy = RetryPolicy::Sdk(match label {
                     "OpenAI Decisions" => |s, _| format!("OpenAI Decisions returned {s}"),
                     "Cloudflare Workers AI" => |s, _| format!("Cloudflare Workers AI returned {s}"),
+                    "llama.cpp" => |s, _| format!("llama.cpp returned {s}"),
                     _ => |s, _| format!("System One API returned {s}"),
                 });
                 match provider_retry::next(policy, &err, attempt, max_retries, None, "") {
@@ -307,7 +325,10 @@ pub fn error_result(model: &Map<String, Value>, message: &str, aborted: bool) ->
 pub fn supports(api: &str) -> bool {
     matches!(
         api,
-        "typesafe-system-one" | "cloudflare-workers-ai-system-one" | "openai-decisions"
+        "typesafe-system-one"
+            | "cloudflare-workers-ai-system-one"
+            | "openai-decisions"
+            | "llama-cpp-classify"
     )
 }
 
@@ -334,6 +355,7 @@ pub async fn classify(model: &Map<String, Value>, context: &Value, options: &Cal
     let mut out = result_shell(&model);
     let outcome = match str_of(&model, "api") {
         "openai-decisions" => decisions::classify(&model, context, options, &mut out).await,
+        "llama-cpp-classify" => llama::classify(&model, context, options, &mut out).await,
         api => system_one::classify(api, &model, context, options, &mut out).await,
     };
     if let Err((prefix, e)) = outcome {

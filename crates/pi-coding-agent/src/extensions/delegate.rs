@@ -365,7 +365,6 @@ impl HostDelegate {
             // `ctx.modelRegistry.classify()` / `generateImages()`: the model as the extension
             // gives it, credentials of its provider.
             "classify" | "generate_images" => {
-                use pi_mcp::codemode_models::ModelsHost;
                 let model = params
                     .get("model")
                     .and_then(Value::as_object)
@@ -395,11 +394,24 @@ impl HostDelegate {
                     core: Arc::downgrade(&rt.core),
                 };
                 let cancel = tokio_util::sync::CancellationToken::new();
-                Ok(if classify {
-                    host.classify(model, context, cancel).await
+                let kind = if classify {
+                    crate::runtime::codemode_models::Kind::Classify
                 } else {
-                    host.generate_images(model, context, cancel).await
-                })
+                    crate::runtime::codemode_models::Kind::Images
+                };
+                // No signal: `ctx.modelRegistry.classify(model, context, options)` passes none.
+                let options = params.get("options");
+                let tuning = crate::runtime::codemode_models::Tuning {
+                    signal: false,
+                    temperature: options
+                        .and_then(|o| o.get("temperature"))
+                        .and_then(Value::as_f64),
+                    max_retries: options
+                        .and_then(|o| o.get("maxRetries"))
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n).ok()),
+                };
+                Ok(host.run_with(kind, model, context, cancel, tuning).await)
             }
             "get_api_key" => {
                 let provider = text(&params, "provider")?;

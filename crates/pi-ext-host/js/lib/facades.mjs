@@ -37,6 +37,13 @@ function unsupported(name) {
 	};
 }
 
+function callOptions(options) {
+	const out = {};
+	if (typeof options?.temperature === "number") out.temperature = options.temperature;
+	if (typeof options?.maxRetries === "number") out.maxRetries = options.maxRetries;
+	return out;
+}
+
 export function createModelRegistryFacade() {
 	const providers = () => modelsQuery("providers") ?? [];
 	const findProvider = (name) =>
@@ -102,8 +109,11 @@ export function createModelRegistryFacade() {
 		complete: (model, context, options) => remoteComplete(model, context, options, false),
 		stream: (model, context, options) => remoteStream(model, context, options, false),
 		streamSimple: (model, context, options) => remoteStream(model, context, options, true),
-		classify: (model, context) => callAsync("classify", { model, context }),
-		generateImages: (model, context) => callAsync("generate_images", { model, context }),
+		// The options that can cross to pi: numbers (a signal or callbacks cannot).
+		classify: (model, context, options) =>
+			callAsync("classify", { model, context, options: callOptions(options) }),
+		generateImages: (model, context, options) =>
+			callAsync("generate_images", { model, context, options: callOptions(options) }),
 		registerProvider: unsupported("registerProvider"),
 		unregisterProvider: unsupported("unregisterProvider"),
 		registerVirtualModel: unsupported("registerVirtualModel"),

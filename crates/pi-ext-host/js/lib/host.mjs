@@ -7,6 +7,7 @@ import { extendGeneration, loadGeneration } from "./loader.mjs";
 import { runModelRefresh } from "./model-refresh.mjs";
 import { oauthApiKey, refreshOAuth } from "./provider-oauth.mjs";
 import { abortProviderStream, runProviderStream } from "./provider-stream.mjs";
+import { abortTypedCall, runTypedCall } from "./provider-typed.mjs";
 import { effect, errorMessage, host, updateCtxState } from "./state.mjs";
 import { handleUIResponse } from "./ui.mjs";
 
@@ -112,6 +113,7 @@ const REQUESTS = {
 	prepare_args: prepareArgs,
 	tool: runTool,
 	provider_stream: (msg) => runProviderStream(requireRuntime(), msg),
+	provider_typed: (msg) => runTypedCall(requireRuntime(), msg),
 	route_model: routeModel,
 	oauth_refresh: refreshOAuth,
 	oauth_api_key: oauthApiKey,
@@ -123,6 +125,7 @@ const NOTIFICATIONS = {
 	ui_response: (msg) => handleUIResponse(msg.response && typeof msg.response === "object" ? msg.response : msg),
 	tool_abort: ({ toolCallId }) => toolControllers.get(toolCallId)?.abort(),
 	stream_abort: ({ streamId }) => abortProviderStream(streamId),
+	typed_abort: ({ callId }) => abortTypedCall(callId),
 	stream_event: (msg) => handleStreamEvent(msg),
 	builtin_update: (msg) => handleBuiltinUpdate(msg),
 	op_abort: (msg) => abortBuiltinOperation(msg),

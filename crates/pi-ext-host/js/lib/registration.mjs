@@ -82,6 +82,14 @@ function trackProvider(runtime, entry) {
 	if (entry.kind !== "native" && typeof config?.refreshModels === "function") {
 		runtime.refreshProviders.set(entry.name, config.refreshModels);
 	}
+	// Like the other keys, `images` and `classifiers` left out keep the earlier ones.
+	if (entry.kind !== "native" && (config?.images !== undefined || config?.classifiers !== undefined)) {
+		const previous = runtime.typedProviders.get(entry.name) ?? {};
+		runtime.typedProviders.set(entry.name, {
+			images: config.images !== undefined ? config.images : previous.images,
+			classifiers: config.classifiers !== undefined ? config.classifiers : previous.classifiers,
+		});
+	}
 	if (typeof config?.streamSimple === "function") {
 		runtime.streamProviders.push({
 			name: entry.name,
@@ -115,6 +123,7 @@ export function unregisterProviderWithPi(runtime, name) {
 	runtime.streamProviders = runtime.streamProviders.filter((p) => p.name !== name);
 	runtime.oauthProviders.delete(name);
 	runtime.refreshProviders.delete(name);
+	runtime.typedProviders.delete(name);
 }
 
 /** A virtual model: kept here for its `route`; pi lists it (at once when bound). */

@@ -38,6 +38,9 @@ export class Runtime {
 		this.oauthProviders = new Map();
 		/** `refreshModels` hooks of registered providers, by provider id. */
 		this.refreshProviders = new Map();
+		/** Image and classifier implementations of registered providers (`images`, `classifiers`
+		 * keyed by api), by provider id: {images?, classifiers?}. */
+		this.typedProviders = new Map();
 		/** MCP servers extensions registered, by name: {name, config, extensionPath}; pi gets copies. */
 		this.mcpServers = new Map();
 		/** Virtual models are kept here only (pi has no channel for them yet). */

@@ -106,6 +106,20 @@ export default function (pi) {
 		},
 	});
 	pi.on("before_provider_request", (e) => ({ ...e.payload, hooked: true }));
+	pi.registerProvider("typedprov", {
+		baseUrl: "http://typed.invalid",
+		models: [{ type: "classifier", id: "c1", api: "c-api" }],
+		classifiers: {
+			"c-api": {
+				classify: (model, context, options) =>
+					context.state.wait
+						? new Promise((_resolve, reject) => options.signal.addEventListener("abort", () => reject(new Error("stopped"))))
+						: { model: model.id, answers: {}, key: options.apiKey, signal: typeof options.signal },
+			},
+			"c-throw": { classify: async () => { throw new Error("no answers"); } },
+		},
+		images: { "i-api": { generateImages: async (model, context) => ({ model: model.id, output: context.input }) } },
+	});
 }
 `;
 
@@ -117,9 +131,15 @@ describe("pi API", () => {
 		pi = await FakePi.start({ cwd: dir });
 		const result = await pi.init([path.join(dir, "api.ts")]);
 		assert.deepEqual(result.errors, []);
-		assert.deepEqual(result.extensions[0].providers, [
-			{ name: "jsprov", config: { api: "js-api", models: [{ id: "m1" }], streamSimple: true } },
-		]);
+		assert.deepEqual(result.extensions[0].providers[0], {
+			name: "jsprov",
+			config: { api: "js-api", models: [{ id: "m1" }], streamSimple: true },
+		});
+		// Implementations reach pi as `true`: pi only learns which apis have one.
+		assert.deepEqual(result.extensions[0].providers[1].config.classifiers, {
+			"c-api": { classify: true },
+			"c-throw": { classify: true },
+		});
 		await pi.emit("session_start", { reason: "startup" });
 	});
 	after(async () => {
@@ -250,6 +270,25 @@ describe("pi API", () => {
 		assert.equal(typeof events[2].message.durationMs, "number");
 		const missing = await pi.request("provider_stream", { streamId: "s2", api: "nope", model: {}, context: {}, options: {} });
 		assert.equal(missing.ok, false);
+	});
+
+	it("provider_typed: runs the registered classifier or image implementation for the model's api", async () => {
+		const model = { id: "c1", provider: "typedprov", api: "c-api" };
+		const ask = (kind, m, context, signal = false, callId = "t1") =>
+			pi.ask("provider_typed", { callId, provider: "typedprov", kind, model: m, context, options: { apiKey: "K" }, signal });
+		assert.deepEqual(await ask("classify", model, { state: {} }), {
+			result: { model: "c1", answers: {}, key: "K", signal: "undefined" },
+		});
+		assert.equal((await ask("classify", model, { state: {} }, true)).result.signal, "object");
+		assert.deepEqual(await ask("classify", { ...model, api: "c-throw" }, {}), { error: "no answers", aborted: false });
+		assert.deepEqual(await ask("classify", { ...model, api: "nope" }, {}), {
+			error: 'Provider typedprov has no classifier implementation for "nope"',
+		});
+		assert.deepEqual(await ask("images", { id: "i1", api: "i-api" }, { input: [1] }), { result: { model: "i1", output: [1] } });
+		const waiting = ask("classify", model, { state: { wait: true } }, true, "t9");
+		await new Promise((resolve) => setTimeout(resolve, 20));
+		pi.notify("typed_abort", { callId: "t9" });
+		assert.deepEqual(await waiting, { error: "stopped", aborted: true });
 	});
 
 	it("newSession: setup runs with the new generation, withSession gets its ctx, the old ctx goes stale", async () => {

@@ -357,9 +357,15 @@ pub async fn run(
         None => {}
     }
     let mut lines = std::mem::take(&mut run.checker.normalized);
-    for req in mock.requests() {
-        lines.push(transcript::request_line(&mut run.norm, &req));
+    let mut requests: Vec<String> = mock
+        .requests()
+        .iter()
+        .map(|req| transcript::request_line(&mut run.norm, req))
+        .collect();
+    if scenario.sort_requests {
+        requests.sort();
     }
+    lines.extend(requests);
     match sandbox.changes() {
         Ok(changes) => lines.extend(transcript::file_lines(&mut run.norm, changes)),
         Err(e) => {

@@ -76,6 +76,10 @@ pub struct Scenario {
     /// `GET /models`), beside the scripted LLM replies; `${...}` in strings are substituted.
     #[serde(default)]
     pub routes: BTreeMap<String, Value>,
+    /// Lists the mock's requests sorted instead of in arrival order, for scenarios whose agent
+    /// sends some requests at once (llama.cpp classification tokenizes labels concurrently).
+    #[serde(default)]
+    pub sort_requests: bool,
 }
 
 fn default_args() -> Vec<String> {

@@ -12,6 +12,7 @@
 
 pub mod gates;
 pub mod http;
+pub mod llama;
 pub mod script;
 
 use std::collections::VecDeque;
@@ -269,6 +270,7 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
         Err(_) => Value::String(String::from_utf8_lossy(&req.body).into_owned()),
     };
     let summarization = crate::summarization::is_summarization_request(&body);
+    let llama_answer = llama::answer(&req.method, req.path(), &body);
     let model = body
         .get("model")
         .and_then(Value::as_str)
@@ -294,8 +296,11 @@ async fn serve_connection(stream: TcpStream, state: &State) -> io::Result<()> {
     if let Some(body) = fixed {
         return http::write_full(&mut wr, 200, &json_headers(), body.to_string().as_bytes()).await;
     }
+    if let Some(body) = llama_answer {
+        return http::write_full(&mut wr, 200, &json_headers(), body.to_string().as_bytes()).await;
+    }
     // Classifier endpoints answer plain JSON (a reply's `json`); errors look like OpenAI's.
-    let json_route = ["/systemone", "/decisions", "/run"]
+    let json_route = ["/systemone", "/decisions", "/run", "/completion"]
         .iter()
         .any(|end| req.path().ends_with(end));
     let Some(api) = WireApi::from_path(req.path()).or(json_route.then_some(WireApi::OpenAiChat))
