@@ -111,7 +111,9 @@ fn spawn_stdin_reader() -> (
         .spawn(move || {
             let mut stdin = std::io::stdin().lock();
             let mut splitter = LineSplitter::new();
-            let mut buf = vec![0u8; 64 * 1024];
+            // Small at first (an idle agent's commands are short; the buffer is zeroed, so its
+            // size is resident), doubled while reads fill it, up to 1 MiB.
+            let mut buf = vec![0u8; 4 * 1024];
             let mut frames = Vec::new();
             loop {
                 let n = match stdin.read(&mut buf) {
@@ -124,6 +126,9 @@ fn spawn_stdin_reader() -> (
                     }
                 };
                 splitter.push(&buf[..n], &mut frames);
+                if n == buf.len() && buf.len() < 1024 * 1024 {
+                    buf.resize(buf.len() * 2, 0);
+                }
                 frames.retain(|frame| match dispatch::ui_answer(frame) {
                     Some(answer) => {
                         let _ = ui_tx.send(answer);
