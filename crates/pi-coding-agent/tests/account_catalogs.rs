@@ -262,3 +262,55 @@ fn rpc_startup_lists_the_account_catalogs() {
     assert_eq!(or, vec!["openrouter/auto", "openrouter/vendor/new-model"]);
     assert!(models.contains(&"corp/gw-model".to_string()), "{models:?}");
 }
+
+#[test]
+fn a_radius_login_with_a_legacy_gateway_catalog_lists_it_offline() {
+    let tmp = pi_test_support::TempDir::new();
+    let agent = tmp.path().join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(
+        agent.join("models.json"),
+        json!({"providers": {"corp": {"oauth": "radius", "baseUrl": "http://127.0.0.1:9/v1"}}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        agent.join("auth.json"),
+        json!({"corp": {"type": "oauth", "access": "a", "refresh": "r", "expires": 4_102_444_800_000u64,
+            "gatewayConfig": {"baseUrl": "http://127.0.0.1:9/gw", "models": [gateway_model(), {"id": "x"}]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = pi(tmp.path(), "http://127.0.0.1:9")
+        .env("PI_OFFLINE", "1")
+        .args(["--mode", "rpc", "--no-tools"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, r#"{{"id":"m","type":"get_available_models"}}"#).unwrap();
+    let response = loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "pi exited");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "response" && v["id"] == "m" {
+            break v;
+        }
+    };
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    let corp: Vec<&Value> = response["data"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["provider"] == "corp")
+        .collect();
+    assert_eq!(corp.len(), 1, "{corp:?}");
+    assert_eq!(corp[0]["id"], "gw-model");
+    assert_eq!(corp[0]["api"], "pi-messages");
+    assert_eq!(corp[0]["baseUrl"], "http://127.0.0.1:9/gw");
+}

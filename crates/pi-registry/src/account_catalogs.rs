@@ -415,6 +415,31 @@ async fn radius_models(provider: &str, gateway: &str, key: &str) -> Result<Vec<V
         .collect())
 }
 
+/// The gateway catalog an older Pi kept in a Radius login (`gatewayConfig`), for a provider
+/// with no saved catalog yet: Pi imports it before any network refresh, offline included.
+pub(crate) fn legacy_gateway_models(provider: &str, login: &Map<String, Value>) -> Vec<JsObject> {
+    let Some(config) = login.get("gatewayConfig").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let (Some(base_url), Some(models)) = (
+        config.get("baseUrl").and_then(Value::as_str),
+        config.get("models").and_then(Value::as_array),
+    ) else {
+        return Vec::new();
+    };
+    models
+        .iter()
+        .filter(|m| is_gateway_model(m))
+        .filter_map(|m| {
+            let mut m = m.as_object()?.clone();
+            m.insert("api".into(), "pi-messages".into());
+            m.insert("provider".into(), provider.into());
+            m.insert("baseUrl".into(), base_url.into());
+            Some(m)
+        })
+        .collect()
+}
+
 /// A gateway model has Pi's required fields with their types.
 fn is_gateway_model(m: &Value) -> bool {
     let Some(o) = m.as_object() else {
