@@ -80,8 +80,14 @@ impl Settings {
     }
 }
 
-/// A Linux Compute Engine BIOS, or a network interface with Google's `42:01` MAC prefix.
+/// A Linux Compute Engine BIOS, or a network interface with Google's `42:01` MAC prefix
+/// (looked at once per process, as gcp-metadata caches it).
 fn on_compute_engine() -> bool {
+    static FOUND: OnceLock<bool> = OnceLock::new();
+    *FOUND.get_or_init(probe_compute_engine)
+}
+
+fn probe_compute_engine() -> bool {
     if cfg!(target_os = "linux")
         && std::path::Path::new("/sys/class/dmi/id/bios_date").exists()
         && std::fs::read_to_string("/sys/class/dmi/id/bios_vendor")
