@@ -195,8 +195,19 @@ impl Formatter for JsPrettyFormatter {
 
 /// Serializes `value` the way `JSON.stringify(value, null, 2)` would have.
 pub fn to_js_string_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    to_js_string_indented(value, b"  ")
+}
+
+/// Serializes `value` the way `JSON.stringify(value, null, indent)` would have.
+pub fn to_js_string_indented<T: Serialize + ?Sized>(
+    value: &T,
+    indent: &'static [u8],
+) -> Result<String, serde_json::Error> {
     let mut out = Vec::with_capacity(256);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, JsPrettyFormatter::default());
+    let formatter = JsPrettyFormatter {
+        inner: serde_json::ser::PrettyFormatter::with_indent(indent),
+    };
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
     value.serialize(&mut ser)?;
     String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
 }

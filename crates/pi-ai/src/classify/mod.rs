@@ -1,14 +1,17 @@
 //! Classifier models: typed questions (`choice`, `score`, `bool`) about JSON state, answered with
-//! probabilities. Pi 1.6.0 speaks three wire APIs for them: TypeSafe's System One
+//! probabilities. Pi 1.6.0 speaks these wire APIs for them: TypeSafe's System One
 //! (`typesafe-system-one`, also served by OpenRouter, Vercel AI Gateway, OpenCode and GitHub
 //! Copilot), System One on Cloudflare Workers AI's REST endpoint
-//! (`cloudflare-workers-ai-system-one`), and OpenAI's Decisions API (`openai-decisions`).
+//! (`cloudflare-workers-ai-system-one`), and OpenAI's Decisions API (`openai-decisions`); and
+//! for chat models on a llama.cpp server, next-token label probabilities
+//! (`llama-cpp-classify`).
 //!
 //! Models and contexts are JSON as scripts see them; results are Pi's `ClassifierResult` objects,
 //! key order included, since they reach codemode scripts as they are. Calls never fail: problems
 //! become `stopReason: "error"` results with Pi's texts.
 
 mod decisions;
+mod llama_cpp;
 mod system_one;
 
 use crate::http::{self, SendError};
@@ -200,10 +203,26 @@ pub(crate) async fn post_json(
             str_of(model, "provider")
         )));
     };
+    post_json_keyed(label, url, model, body, options, no_retry, Some(&api_key)).await
+}
+
+/// [`post_json`] with the bearer key optional (a llama.cpp server may have none).
+pub(crate) async fn post_json_keyed(
+    label: &'static str,
+    url: &str,
+    model: &Map<String, Value>,
+    body: &Value,
+    options: &CallOptions,
+    no_retry: &[u16],
+    api_key: Option<&str>,
+) -> Result<Value, CallError> {
     let headers = merge_headers(&[
         vec![("User-Agent".into(), Some(http::default_user_agent()))],
         vec![
-            ("authorization".into(), Some(format!("Bearer {api_key}"))),
+            (
+                "authorization".into(),
+                api_key.map(|k| format!("Bearer {k}")),
+            ),
             ("content-type".into(), Some("application/json".into())),
         ],
         model_headers(model),
@@ -250,6 +269,7 @@ pub(crate) async fn post_json(
                 let policy = RetryPolicy::Sdk(match label {
                     "OpenAI Decisions" => |s, _| format!("OpenAI Decisions returned {s}"),
                     "Cloudflare Workers AI" => |s, _| format!("Cloudflare Workers AI returned {s}"),
+                    "llama.cpp" => |s, _| format!("llama.cpp returned {s}"),
                     _ => |s, _| format!("System One API returned {s}"),
                 });
                 match provider_retry::next(policy, &err, attempt, max_retries, None, "") {
@@ -307,7 +327,10 @@ pub fn error_result(model: &Map<String, Value>, message: &str, aborted: bool) ->
 pub fn supports(api: &str) -> bool {
     matches!(
         api,
-        "typesafe-system-one" | "cloudflare-workers-ai-system-one" | "openai-decisions"
+        "typesafe-system-one"
+            | "cloudflare-workers-ai-system-one"
+            | "openai-decisions"
+            | "llama-cpp-classify"
     )
 }
 
@@ -334,6 +357,7 @@ pub async fn classify(model: &Map<String, Value>, context: &Value, options: &Cal
     let mut out = result_shell(&model);
     let outcome = match str_of(&model, "api") {
         "openai-decisions" => decisions::classify(&model, context, options, &mut out).await,
+        "llama-cpp-classify" => llama_cpp::classify(&model, context, options, &mut out).await,
         api => system_one::classify(api, &model, context, options, &mut out).await,
     };
     if let Err((prefix, e)) = outcome {
