@@ -314,3 +314,61 @@ fn a_radius_login_with_a_legacy_gateway_catalog_lists_it_offline() {
     assert_eq!(corp[0]["api"], "pi-messages");
     assert_eq!(corp[0]["baseUrl"], "http://127.0.0.1:9/gw");
 }
+
+#[test]
+fn an_openrouter_login_personalizes_with_its_access_token() {
+    let (origin, seen) = service(200);
+    let tmp = root(&origin);
+    std::fs::write(
+        tmp.path().join("agent/auth.json"),
+        json!({"openrouter": {"type": "oauth", "access": "or-access", "refresh": "r",
+                              "expires": 4_102_444_800_000u64}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = pi(tmp.path(), &origin)
+        .args(["update", "--models"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.stderr);
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.contains(&(
+            "/api/v1/models/user".to_string(),
+            Some("Bearer or-access".to_string())
+        )),
+        "{seen:?}"
+    );
+    // No credential for the gateway: it is not asked.
+    assert!(!seen.iter().any(|(t, _)| t == "/v1/config"), "{seen:?}");
+    assert_eq!(
+        chat_ids(&store(tmp.path())["openrouter"]),
+        vec!["auto", "vendor/new-model"]
+    );
+}
+
+#[test]
+fn a_stale_gateway_login_is_only_a_warning() {
+    let (origin, _) = service(200);
+    let tmp = root(&origin);
+    // Expired, and the gateway refuses the refresh (its token endpoint answers 404).
+    std::fs::write(
+        tmp.path().join("agent/auth.json"),
+        json!({"corp": {"type": "oauth", "access": "old", "refresh": "r", "expires": 1}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = pi(tmp.path(), &origin)
+        .args(["update", "--models"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("Warning: skipped model catalog for corp: OAuth refresh failed for corp\nLog in again with `pi auth login corp` to refresh it."),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Model catalogs refreshed"));
+}
