@@ -94,6 +94,52 @@ pub async fn post_text(
     }
 }
 
+/// Why a [`get_text`] exchange produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GetError {
+    /// No response within the timeout.
+    Timeout,
+    /// No connection; the cause as Node reports it (`connect ECONNREFUSED 127.0.0.1:1`).
+    Connect(String),
+    Aborted,
+}
+
+/// A complete small GET (metadata servers): the status, the response headers (names
+/// lowercase) and the whole body text, or why there was none within `timeout`.
+pub async fn get_text(
+    url: &str,
+    headers: &[(&str, &str)],
+    timeout: Option<Duration>,
+    cancel: &CancellationToken,
+) -> Result<(u16, Vec<(String, String)>, String), GetError> {
+    let client = client().map_err(GetError::Connect)?;
+    let mut builder = client.get(url);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let host = host_port(url);
+    let fut = async {
+        let resp = builder.send().await?;
+        let status = resp.status().as_u16();
+        let heads = resp
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        Ok::<_, reqwest::Error>((status, heads, resp.text().await?))
+    };
+    let limit = timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT);
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(GetError::Aborted),
+        r = tokio::time::timeout(limit, fut) => match r {
+            Err(_) => Err(GetError::Timeout),
+            Ok(Err(e)) => Err(GetError::Connect(connect_detail(&e, &host))),
+            Ok(Ok(v)) => Ok(v),
+        },
+    }
+}
+
 /// A POST request with a JSON body.
 #[derive(Debug, Clone)]
 pub struct Request {

@@ -219,9 +219,10 @@ async fn missing_project_location_or_credentials_fail_with_pi_texts() {
         ],
     )
     .await;
+    // A named file is read as it is (Node's text); no other source is tried.
     assert_eq!(
         msg.error_message.as_deref(),
-        Some(pi_ai::google_vertex::adc::NO_ADC_FOUND)
+        Some("ENOENT: no such file or directory, open '/nonexistent/adc.json'")
     );
 }
 

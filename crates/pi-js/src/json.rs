@@ -210,10 +210,7 @@ pub fn to_js_string_indented<T: Serialize + ?Sized>(
 
 /// Serializes `value` the way `JSON.stringify(value, null, 2)` would have.
 pub fn to_js_string_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    let mut out = Vec::with_capacity(256);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, JsPrettyFormatter::default());
-    value.serialize(&mut ser)?;
-    String::from_utf8(out).map_err(|e| serde::ser::Error::custom(e.to_string()))
+    to_js_string_indented(value, b"  ")
 }
 
 /// 2^53: integers up to this magnitude are exact in an `f64`.

@@ -5,7 +5,7 @@
 //! newer than the bundled data (see `store.rs`).
 //!
 //! The service is Pi's; `PI_MODEL_CATALOG_URL` (ours, for tests) names another. OpenRouter's
-//! personalized list and Radius's gateway catalog are not refreshed here.
+//! personalized list and Radius's gateway catalog come from the account: `account_catalogs.rs`.
 
 use crate::ModelRegistry;
 use crate::oauth::store;
@@ -15,7 +15,7 @@ use std::time::Duration;
 
 const DEFAULT_CATALOG_BASE_URL: &str = "https://pi.dev";
 /// Model types this client reads (Pi sends them so the service returns the full shard).
-const TYPES: [&str; 3] = ["chat", "image", "classifier"];
+pub(crate) const TYPES: [&str; 3] = ["chat", "image", "classifier"];
 
 /// What one provider's refresh did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl ModelRegistry {
 }
 
 /// `encodeURIComponent`.
-fn encode_component(s: &str) -> String {
+pub(crate) fn encode_component(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         match b {
@@ -69,7 +69,7 @@ fn encode_component(s: &str) -> String {
 }
 
 /// `pi/<version> (<platform>; rust; <arch>)`, as our requests name themselves.
-fn user_agent() -> String {
+pub(crate) fn user_agent() -> String {
     let arch = match std::env::consts::ARCH {
         "x86_64" => "x64",
         "aarch64" => "arm64",
@@ -82,7 +82,7 @@ fn user_agent() -> String {
     format!("pi/1.6.0 ({os}; rust; {arch})")
 }
 
-fn catalog_base() -> String {
+pub(crate) fn catalog_base() -> String {
     std::env::var("PI_MODEL_CATALOG_URL")
         .ok()
         .filter(|u| !u.is_empty())
@@ -93,7 +93,7 @@ fn catalog_base() -> String {
 
 /// The entries of a catalog answer (`[...]`, `{models: [...]}` or an object of models) with
 /// an `id` and a type this client reads, each marked with `provider`.
-fn parse_catalog(provider: &str, value: &Value) -> Result<Vec<Value>, String> {
+pub(crate) fn parse_catalog(provider: &str, value: &Value) -> Result<Vec<Value>, String> {
     let entries: Vec<&Value> = match value {
         Value::Array(a) => a.iter().collect(),
         Value::Object(o) => match o.get("models") {
@@ -120,7 +120,7 @@ fn parse_catalog(provider: &str, value: &Value) -> Result<Vec<Value>, String> {
 }
 
 /// JavaScript's `Date.parse` of an HTTP date (`Tue, 01 Dec 2026 10:00:00 GMT`), in ms.
-fn http_date_ms(s: &str) -> Option<f64> {
+pub(crate) fn http_date_ms(s: &str) -> Option<f64> {
     let parts: Vec<&str> = s.split_whitespace().collect();
     let [_, day, month, year, time, _] = parts.as_slice() else {
         return None;
@@ -147,7 +147,7 @@ fn http_date_ms(s: &str) -> Option<f64> {
     Some(((days * 86_400 + h * 3600 + mi * 60 + se) * 1000) as f64)
 }
 
-async fn fetch(
+pub(crate) async fn fetch(
     url: &str,
     validator: Option<&str>,
 ) -> Result<(u16, Vec<(String, String)>, String), String> {

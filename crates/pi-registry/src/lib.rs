@@ -24,6 +24,7 @@
 //!
 //! Not implemented: virtual models, and extension providers' OAuth logins and model refresh.
 
+pub mod account_catalogs;
 mod auth;
 mod auth_json;
 mod builtin_auth;

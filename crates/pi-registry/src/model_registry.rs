@@ -280,7 +280,9 @@ impl ModelRegistry {
                         })
                         .collect::<Vec<JsObject>>()
                 };
-                let stored = store.apply(&id, StoreKind::Replace, bundled_at, &base);
+                let stored = store
+                    .apply(&id, StoreKind::Replace, bundled_at, &base)
+                    .or_else(|| self.legacy_radius_models(&id));
                 (
                     name,
                     Some(builtin_auth::RADIUS_AUTH),
@@ -289,7 +291,10 @@ impl ModelRegistry {
             } else if let Some(i) = builtin_index {
                 let meta = &cat.providers()[i];
                 let kind = ModelsStore::kind_of(&id);
-                let stored = store.apply(&id, kind, bundled_at, || cat.model_objects(i));
+                let mut stored = store.apply(&id, kind, bundled_at, || cat.model_objects(i));
+                if stored.is_none() && id == "radius" {
+                    stored = self.legacy_radius_models(&id);
+                }
                 let base = match stored {
                     Some(objects) => Some((None, objects)),
                     None => Some((Some(i), Vec::new())),
@@ -309,6 +314,15 @@ impl ModelRegistry {
             self.push_provider(id, name, builtin, base, config, extension.as_ref());
         }
         self.push_local_provider();
+    }
+
+    /// A Radius login's legacy gateway catalog, when it holds one.
+    fn legacy_radius_models(&self, id: &str) -> Option<Vec<JsObject>> {
+        let Ok(Credential::OAuth(login)) = self.credential(id) else {
+            return None;
+        };
+        let models = crate::account_catalogs::legacy_gateway_models(id, &login);
+        (!models.is_empty()).then_some(models)
     }
 
     /// The in-process provider: its built-in models under its `models.json` entry, whose models

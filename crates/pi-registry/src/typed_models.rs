@@ -45,6 +45,15 @@ fn builtin() -> &'static Vec<(String, Vec<JsObject>)> {
     })
 }
 
+/// The bundled non-chat models of `provider`, as pi-ai lists them.
+pub(crate) fn builtin_typed(provider: &str) -> Vec<JsObject> {
+    builtin()
+        .iter()
+        .find(|(p, _)| p == provider)
+        .map(|(_, m)| m.clone())
+        .unwrap_or_default()
+}
+
 fn type_of(model: &JsObject) -> &str {
     model.get("type").and_then(Value::as_str).unwrap_or("chat")
 }

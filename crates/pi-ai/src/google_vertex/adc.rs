@@ -6,8 +6,10 @@
 //!
 //! The token endpoint is the file's `token_uri` when it has one (Google's key files carry it,
 //! as Google's Python and Go libraries honour it), else Google's; tests point it at 127.0.0.1.
-//! The metadata server of Google's own VMs is not consulted.
+//! With no file named and no gcloud file, the metadata server of Google's own machines is the
+//! last source (see [`super::metadata`]).
 
+use super::metadata;
 use crate::http;
 use base64::Engine as _;
 use pi_js::parse::parse_js_json;
@@ -45,33 +47,123 @@ pub struct Access {
     pub quota_project: Option<String>,
 }
 
-/// The credential file ADC uses: `explicit` (the provider setting or variable), else gcloud's
-/// well-known file under `CLOUDSDK_CONFIG` or `~/.config/gcloud`.
-pub fn credentials_path(explicit: Option<String>, home: Option<String>) -> Option<String> {
-    if let Some(p) = explicit.filter(|p| !p.is_empty()) {
-        return Some(p);
+/// Where the credentials come from, in google-auth-library's order.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// The file the provider names (`GOOGLE_APPLICATION_CREDENTIALS`): it must be readable.
+    pub explicit: Option<String>,
+    /// `HOME`, for gcloud's well-known file when `CLOUDSDK_CONFIG` is not set.
+    pub home: Option<String>,
+    /// `CLOUDSDK_CONFIG`.
+    pub cloudsdk_config: Option<String>,
+    /// `GOOGLE_CLOUD_QUOTA_PROJECT`: replaces the quota project of found (not named) credentials.
+    pub quota_project: Option<String>,
+    pub metadata: metadata::Settings,
+}
+
+impl Sources {
+    /// The sources from `get` (the provider's environment, then the process's).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Self {
+        Sources {
+            explicit: get("GOOGLE_APPLICATION_CREDENTIALS"),
+            home: get("HOME"),
+            cloudsdk_config: get("CLOUDSDK_CONFIG"),
+            quota_project: get("GOOGLE_CLOUD_QUOTA_PROJECT"),
+            metadata: metadata::Settings::from_env(get),
+        }
     }
-    let dir = match std::env::var("CLOUDSDK_CONFIG") {
-        Ok(d) if !d.is_empty() => d,
-        _ => format!("{}/.config/gcloud", home?),
+
+    /// gcloud's `application_default_credentials.json`, if a config directory is known.
+    pub fn well_known_file(&self) -> Option<String> {
+        let dir = match self.cloudsdk_config.as_deref().filter(|d| !d.is_empty()) {
+            Some(d) => d.to_string(),
+            None => format!("{}/.config/gcloud", self.home.as_deref()?),
+        };
+        Some(format!("{dir}/application_default_credentials.json"))
+    }
+}
+
+/// An access token from the first source that has one: the named file, gcloud's file, then
+/// the metadata server when it is there; else google-auth-library's "Could not load" text.
+pub async fn resolve(src: &Sources, cancel: &CancellationToken) -> Result<Access, String> {
+    if let Some(path) = src.explicit.as_deref().filter(|p| !p.is_empty()) {
+        return access(path, cancel).await;
+    }
+    if let Some(path) = src.well_known_file()
+        && std::path::Path::new(&path).exists()
+    {
+        let mut found = access(&path, cancel).await?;
+        if let Some(q) = src.quota_project.clone() {
+            found.quota_project = Some(q);
+        }
+        return Ok(found);
+    }
+    if !metadata::available(&src.metadata, cancel).await? {
+        return Err(NO_ADC_FOUND.to_string());
+    }
+    let key = format!("metadata:{}", src.metadata.host.as_deref().unwrap_or(""));
+    let token = match cached(&key) {
+        Some(t) => t,
+        None => {
+            let (token, expires_in) = metadata::token(&src.metadata, cancel).await?;
+            remember(&key, &token, expires_in);
+            token
+        }
     };
-    Some(format!("{dir}/application_default_credentials.json"))
+    Ok(Access {
+        token,
+        quota_project: src.quota_project.clone(),
+    })
+}
+
+fn cached(key: &str) -> Option<String> {
+    let now = SystemTime::now();
+    cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(key)
+        .filter(|c| c.expires_at > now + EAGER_REFRESH)
+        .map(|c| c.token.clone())
+}
+
+fn remember(key: &str, token: &str, expires_in: u64) {
+    cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(
+            key.to_string(),
+            Cached {
+                token: token.to_string(),
+                expires_at: SystemTime::now() + Duration::from_secs(expires_in),
+            },
+        );
+}
+
+/// Node's text for a file that cannot be opened (`ENOENT: no such file or directory, open
+/// '/abs/path'`), as google-auth-library reports a named file it cannot read.
+fn open_error(path: &str, e: &std::io::Error) -> String {
+    let abs =
+        std::path::absolute(path).map_or_else(|_| path.to_string(), |p| p.display().to_string());
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("ENOENT: no such file or directory, open '{abs}'")
+        }
+        std::io::ErrorKind::PermissionDenied => format!("EACCES: permission denied, open '{abs}'"),
+        std::io::ErrorKind::IsADirectory => {
+            "EISDIR: illegal operation on a directory, read".to_string()
+        }
+        _ => format!("{e}, open '{abs}'"),
+    }
 }
 
 /// An access token for the credential file at `path`, from the cache or the token endpoint.
 pub async fn access(path: &str, cancel: &CancellationToken) -> Result<Access, String> {
-    let text = std::fs::read_to_string(path).map_err(|_| NO_ADC_FOUND.to_string())?;
+    let text = std::fs::read_to_string(path).map_err(|e| open_error(path, &e))?;
     let json = parse_js_json(&text).map_err(|e| format!("Unable to parse {path}: {e}"))?;
     let quota_project = json["quota_project_id"].as_str().map(String::from);
-    let now = SystemTime::now();
-    if let Some(c) = cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(path)
-        .filter(|c| c.expires_at > now + EAGER_REFRESH)
-    {
+    if let Some(token) = cached(path) {
         return Ok(Access {
-            token: c.token.clone(),
+            token,
             quota_project,
         });
     }
@@ -85,16 +177,7 @@ pub async fn access(path: &str, cancel: &CancellationToken) -> Result<Access, St
             );
         }
     };
-    cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(
-            path.to_string(),
-            Cached {
-                token: token.clone(),
-                expires_at: SystemTime::now() + Duration::from_secs(expires_in),
-            },
-        );
+    remember(path, &token, expires_in);
     Ok(Access {
         token,
         quota_project,
@@ -258,15 +341,18 @@ mod tests {
 
     #[test]
     fn the_well_known_file_is_under_gcloud_config() {
-        if std::env::var("CLOUDSDK_CONFIG").is_err() {
-            assert_eq!(
-                credentials_path(None, Some("/h".into())).as_deref(),
-                Some("/h/.config/gcloud/application_default_credentials.json")
-            );
-        }
+        let src = |config: Option<&str>| Sources {
+            home: Some("/h".into()),
+            cloudsdk_config: config.map(String::from),
+            ..Sources::default()
+        };
         assert_eq!(
-            credentials_path(Some("/k.json".into()), None).as_deref(),
-            Some("/k.json")
+            src(None).well_known_file().as_deref(),
+            Some("/h/.config/gcloud/application_default_credentials.json")
+        );
+        assert_eq!(
+            src(Some("/c")).well_known_file().as_deref(),
+            Some("/c/application_default_credentials.json")
         );
     }
 }

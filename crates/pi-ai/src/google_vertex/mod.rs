@@ -5,6 +5,7 @@
 //! A models.json `baseUrl` without `{location}` replaces the endpoint and its project path.
 
 pub mod adc;
+pub mod metadata;
 
 use crate::google::{Target, run_target};
 use crate::output::Output;
@@ -49,14 +50,8 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
                 )
                 .await;
         };
-        let file = adc::credentials_path(
-            options.env_value("GOOGLE_APPLICATION_CREDENTIALS"),
-            std::env::var("HOME").ok(),
-        );
-        let access = match file {
-            Some(f) => adc::access(&f, &options.cancel).await,
-            None => Err(adc::NO_ADC_FOUND.to_string()),
-        };
+        let sources = adc::Sources::from_env(|name| options.env_value(name));
+        let access = adc::resolve(&sources, &options.cancel).await;
         let access = match access {
             Ok(a) => a,
             Err(e) => return out.fail(options.cancel.is_cancelled(), e).await,

@@ -2,7 +2,8 @@
 //! (Pi runs it unless offline, for at most 15 s, and ignores its errors) and the network part
 //! of an extension's `ctx.modelRegistry.refresh()`: the catalogs of configured built-in
 //! providers from Pi's catalog service when the stored ones are older than four hours, the
-//! llama.cpp extension's server listing, and (at startup) the `refreshModels` hooks of
+//! llama.cpp extension's server listing, the account catalogs of OpenRouter and Radius
+//! gateways (`pi_registry::account_catalogs`), and (at startup) the `refreshModels` hooks of
 //! extension providers with network. What they store in `models-store.json` is applied to the
 //! registry when they end.
 
@@ -45,12 +46,13 @@ pub(crate) async fn refresh_builtin(
     force: bool,
 ) -> Map<String, Value> {
     let selected = |id: &str| providers.is_none_or(|p| p.iter().any(|x| x == id));
-    let (store, remote, llama) = {
+    let (store, remote, llama, accounts) = {
         let r = lock(&core.registry);
         (
             r.models_store_path(),
             r.remote_catalog_providers(),
             r.llama_refresh_target(),
+            r.account_catalog_targets(),
         )
     };
     let mut errors = Map::new();
@@ -64,6 +66,17 @@ pub(crate) async fn refresh_builtin(
                 pi_registry::catalog_refresh::refresh_provider_when_due(&store, &id).await
             };
             (id, result.and_then(Result::err))
+        });
+    }
+    for target in accounts.into_iter().filter(|t| selected(&t.provider)) {
+        let store = store.clone();
+        tasks.spawn(async move {
+            use pi_registry::account_catalogs::{Failure, refresh};
+            let error = match refresh(&store, &target).await {
+                Ok(()) => None,
+                Err(Failure::OAuth(e) | Failure::Other(e)) => Some(e),
+            };
+            (target.provider, error)
         });
     }
     let llama_id = pi_registry::llama::LLAMA_PROVIDER_ID;
