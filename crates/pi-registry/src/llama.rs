@@ -253,24 +253,23 @@ fn classifier_model(model: &ServerModel<'_>, server_url: &str, cached: Option<f6
 
 /// The stored chat models a restart restores: this provider's `openai-completions` chat models.
 pub(crate) fn stored_chat_models(entry: Option<&Value>) -> Vec<JsObject> {
-    entry
-        .and_then(|e| e.get("models"))
-        .and_then(Value::as_array)
-        .map(|models| {
-            models
-                .iter()
-                .filter_map(Value::as_object)
-                .filter(|m| m.get("provider").and_then(Value::as_str) == Some(LLAMA_PROVIDER_ID))
-                .filter(|m| m.get("type").and_then(Value::as_str).unwrap_or("chat") == "chat")
-                .filter(|m| m.get("api").and_then(Value::as_str) == Some("openai-completions"))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default()
+    stored_models(entry, |kind, api| {
+        kind == "chat" && api == Some("openai-completions")
+    })
 }
 
 /// The stored classifiers (`llama-cpp-classify` for chat models, System One for decision models).
 pub(crate) fn stored_classifiers(entry: Option<&Value>) -> Vec<JsObject> {
+    stored_models(entry, |kind, api| {
+        kind == "classifier" && matches!(api, Some("llama-cpp-classify" | "typesafe-system-one"))
+    })
+}
+
+/// This provider's stored models whose `type` (default `chat`) and `api` pass `keep`.
+fn stored_models(
+    entry: Option<&Value>,
+    keep: impl Fn(&str, Option<&str>) -> bool,
+) -> Vec<JsObject> {
     entry
         .and_then(|e| e.get("models"))
         .and_then(Value::as_array)
@@ -279,12 +278,9 @@ pub(crate) fn stored_classifiers(entry: Option<&Value>) -> Vec<JsObject> {
                 .iter()
                 .filter_map(Value::as_object)
                 .filter(|m| m.get("provider").and_then(Value::as_str) == Some(LLAMA_PROVIDER_ID))
-                .filter(|m| m.get("type").and_then(Value::as_str) == Some("classifier"))
                 .filter(|m| {
-                    matches!(
-                        m.get("api").and_then(Value::as_str),
-                        Some("llama-cpp-classify" | "typesafe-system-one")
-                    )
+                    let kind = m.get("type").and_then(Value::as_str).unwrap_or("chat");
+                    keep(kind, m.get("api").and_then(Value::as_str))
                 })
                 .cloned()
                 .collect()
