@@ -61,51 +61,48 @@ fn find_special(bytes: &[u8], mut from: usize) -> usize {
 }
 
 /// Appends the escape of one byte that [`needs_escape`].
-fn push_escape(out: &mut Vec<u8>, b: u8) {
+fn push_escape(out: &mut String, b: u8) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     match b {
-        b'"' => out.extend_from_slice(b"\\\""),
-        b'\\' => out.extend_from_slice(b"\\\\"),
-        b'\n' => out.extend_from_slice(b"\\n"),
-        b'\t' => out.extend_from_slice(b"\\t"),
-        b'\r' => out.extend_from_slice(b"\\r"),
-        0x08 => out.extend_from_slice(b"\\b"),
-        0x0c => out.extend_from_slice(b"\\f"),
-        _ => out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(b >> 4)],
-            HEX[usize::from(b & 0xf)],
-        ]),
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        b'\n' => out.push_str("\\n"),
+        b'\t' => out.push_str("\\t"),
+        b'\r' => out.push_str("\\r"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        _ => {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
     }
 }
 
 /// Appends `s` as a JSON string literal, quotes included, exactly as `JSON.stringify(s)`.
-pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
+pub fn push_json_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
-    out.push(b'"');
+    out.push('"');
     let mut start = 0;
     loop {
+        // Runs end at ASCII bytes, which are char boundaries: no UTF-8 check is needed.
         let next = find_special(bytes, start);
-        out.extend_from_slice(&bytes[start..next]);
+        out.push_str(&s[start..next]);
         match bytes.get(next) {
             Some(&b) => push_escape(out, b),
             None => break,
         }
         start = next + 1;
     }
-    out.push(b'"');
+    out.push('"');
 }
 
 /// `s` as a JSON string literal (see [`push_json_str`]).
 pub fn json_str_literal(s: &str) -> String {
-    let mut out = Vec::with_capacity(s.len() + s.len() / 16 + 2);
+    let mut out = String::with_capacity(s.len() + s.len() / 16 + 2);
     push_json_str(&mut out, s);
-    // Escaping only inserts ASCII between whole runs of the input.
-    String::from_utf8(out).unwrap_or_default()
+    out
 }
 
 /// Serializes a string like `str`'s own impl, escaping a long one with [`push_json_str`].

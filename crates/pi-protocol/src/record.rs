@@ -496,7 +496,14 @@ macro_rules! record {
         }
     };
     (@emit any $m:ident $key:literal $f:expr) => {
-        $crate::record::record!(@emit opt $m $key $f)
+        match $f {
+            // A JSON value (tool `details` may hold whole outputs): long strings escaped fast.
+            Some(v) => {
+                $m.serialize_entry($key, &::pi_js::json_str::JsValue(v))?;
+                Ok::<bool, _>(true)
+            }
+            None => Ok(false),
+        }
     };
     (@emit text $m:ident $key:literal $f:expr) => {{
         $m.serialize_entry($key, &::pi_js::json_str::JsonStr($f))?;
