@@ -1,5 +1,7 @@
 //! Indexes the lines of the embedded model catalog at build time, so startup can slice out the
-//! lines it needs without scanning (and paging in) the whole megabyte.
+//! lines it needs without scanning (and paging in) the whole megabyte, and turns the models.json
+//! schema into Rust statics (`src/schema.rs`), so checking a models.json parses no schema: the
+//! parse into a `serde_json::Value` was about a quarter of a short-lived agent's instructions.
 
 use std::fmt::Write;
 
@@ -19,4 +21,114 @@ fn main() {
     out.push_str("];\n");
     let dir = std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into());
     let _ = std::fs::write(format!("{dir}/catalog_lines.rs"), out);
+
+    let path = "data/models-schema.json";
+    println!("cargo:rerun-if-changed={path}");
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let schema: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => panic!("{path}: {e}"),
+    };
+    let mut code = String::from("/// Pi's models.json schema (`data/models-schema.json`).\n");
+    code.push_str("pub(crate) static MODELS_SCHEMA: S = ");
+    schema_expr(&mut code, &schema);
+    code.push_str(";\n");
+    let _ = std::fs::write(format!("{dir}/models_schema.rs"), code);
+}
+
+/// A Rust expression of `schema::S` for one schema. Keywords `src/schema.rs` does not check, and
+/// values of a shape it does not model, stop the build instead of being skipped.
+fn schema_expr(out: &mut String, schema: &serde_json::Value) {
+    use serde_json::Value;
+    let obj = match schema {
+        Value::Bool(true) => return out.push_str("S::Any"),
+        Value::Bool(false) => return out.push_str("S::Never"),
+        Value::Object(obj) => obj,
+        other => panic!("models.json schema: not a schema: {other}"),
+    };
+    let text = |v: &Value| match v {
+        Value::String(s) => format!("{s:?}"),
+        other => panic!("models.json schema: expected a string, found {other}"),
+    };
+    let number = |v: &Value| match v.as_f64() {
+        Some(n) => format!("Some({n:?})"),
+        None => panic!("models.json schema: expected a number, found {v}"),
+    };
+    let texts = |v: &Value| match v {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(text).collect();
+            format!("Some(&[{}])", items.join(", "))
+        }
+        other => panic!("models.json schema: expected an array, found {other}"),
+    };
+    let mut fields: Vec<(&str, String)> = Vec::new();
+    for (key, v) in obj {
+        let field = match key.as_str() {
+            "type" => ("ty", format!("Some({})", text(v))),
+            "const" => ("konst", format!("Some({})", text(v))),
+            "enum" => ("one_of", texts(v)),
+            "required" => ("required", texts(v)),
+            "minLength" => ("min_length", number(v)),
+            "maxItems" => ("max_items", number(v)),
+            "minItems" => ("min_items", number(v)),
+            "exclusiveMaximum" => ("exclusive_maximum", number(v)),
+            "exclusiveMinimum" => ("exclusive_minimum", number(v)),
+            "maximum" => ("maximum", number(v)),
+            "minimum" => ("minimum", number(v)),
+            "items" | "additionalProperties" => {
+                let mut e = String::from("Some(&");
+                schema_expr(&mut e, v);
+                e.push(')');
+                (
+                    if key == "items" {
+                        "items"
+                    } else {
+                        "additional_properties"
+                    },
+                    e,
+                )
+            }
+            "anyOf" => {
+                let Value::Array(options) = v else {
+                    panic!("models.json schema: anyOf is not an array")
+                };
+                let mut e = String::from("Some(&[");
+                for o in options {
+                    schema_expr(&mut e, o);
+                    e.push_str(", ");
+                }
+                e.push_str("])");
+                ("any_of", e)
+            }
+            "properties" | "patternProperties" => {
+                let Value::Object(props) = v else {
+                    panic!("models.json schema: {key} is not an object")
+                };
+                let mut e = String::from("Some(&[");
+                for (name, sub) in props {
+                    e.push_str(&format!("({name:?}, "));
+                    schema_expr(&mut e, sub);
+                    e.push_str("), ");
+                }
+                e.push_str("])");
+                (
+                    if key == "properties" {
+                        "properties"
+                    } else {
+                        "pattern_properties"
+                    },
+                    e,
+                )
+            }
+            other => {
+                panic!("models.json schema: keyword {other:?} is not checked by src/schema.rs")
+            }
+        };
+        fields.push(field);
+    }
+    out.push_str("S::Obj(&Obj { ");
+    for (name, value) in fields {
+        out.push_str(&format!("{name}: {value}, "));
+    }
+    out.push_str("..Obj::NONE })");
 }

@@ -432,6 +432,12 @@ impl Agent {
     /// Updates state for an event, then hands it to the listener (pi-agent-core's
     /// `processEvents`).
     pub(crate) async fn emit(&self, event: AgentEvent) {
+        self.emit_back(event).await;
+    }
+
+    /// [`Self::emit`], handing the event back afterwards (a turn's results are kept for the
+    /// next turn without a copy of every tool output).
+    pub(crate) async fn emit_back(&self, event: AgentEvent) -> AgentEvent {
         match &event {
             AgentEvent::MessageEnd { message } => lock(&self.state).messages.push(message.clone()),
             AgentEvent::TurnEnd {
@@ -445,5 +451,6 @@ impl Agent {
             _ => {}
         }
         self.config.listener.on_event(&event).await;
+        event
     }
 }

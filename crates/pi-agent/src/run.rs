@@ -175,13 +175,19 @@ async fn run_loop(
                     tool_results.push(result);
                 }
             }
-            agent
-                .emit(AgentEvent::TurnEnd {
-                    message: AgentMessage::Assistant(message.clone()),
-                    tool_results: tool_results.clone(),
+            let ended = agent
+                .emit_back(AgentEvent::TurnEnd {
+                    message: AgentMessage::Assistant(message),
+                    tool_results,
                 })
                 .await;
-            last_turn = Some((message, tool_results));
+            if let AgentEvent::TurnEnd {
+                message: AgentMessage::Assistant(message),
+                tool_results,
+            } = ended
+            {
+                last_turn = Some((message, tool_results));
+            }
             pending = agent.drain_steering();
         }
         // The run would stop here; follow-ups keep it going.

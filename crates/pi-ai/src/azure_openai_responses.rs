@@ -14,7 +14,6 @@ use crate::provider_error::{Sdk, send_error_text};
 use crate::request::{base_headers, base_max_tokens, effective_reasoning, start_stream};
 use crate::stream::{LlmContext, StreamOptions};
 use crate::transcript::{resolve_transcript, transcript_tools};
-use pi_js::json::to_js_string;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
@@ -58,7 +57,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let req = http::Request {
         url: format!("{base}/responses?api-version={version}"),
         headers: headers.0,
-        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let error_text =
         |e: &http::SendError| send_error_text(Sdk::OpenAi, e, Some("Azure OpenAI API error"));

@@ -57,7 +57,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, mut 
             model.base_url.trim_end_matches('/')
         ),
         headers: headers(&model, &options, &key).0,
-        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     if let Some(hooks) = &options.hooks {
         req.headers = hooks.headers(std::mem::take(&mut req.headers)).await;

@@ -18,7 +18,6 @@ use crate::request::{Headers, base_max_tokens, effective_reasoning, start_stream
 use crate::stream::{CacheRetention, LlmContext, StreamOptions};
 use crate::transcript::{resolve_transcript, transcript_tools};
 use base64::Engine as _;
-use pi_js::json::to_js_string;
 use pi_js::parse::parse_js_json;
 use pi_protocol::message::AgentMessage;
 use pi_protocol::model::Model;
@@ -61,7 +60,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let req = http::Request {
         url: codex_url(&model.base_url),
         headers: headers(&model, &options, &token, &account, session.as_deref()).0,
-        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let Some((out, resp)) = start_stream(
         out,

@@ -73,7 +73,8 @@ async fn relay(
         return Err(format!("No API key provided for provider \"{}\"", model.provider).into());
     };
     let url = format!("{}/messages", model.base_url.trim_end_matches('/'));
-    let body = to_js_string(&payload(model, context, options)).unwrap_or_default();
+    let body =
+        pi_js::json_str::value_to_js_string(&payload(model, context, options)).unwrap_or_default();
     let mut headers = base_headers(model, &Default::default(), &[]);
     headers
         .0

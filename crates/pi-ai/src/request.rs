@@ -136,7 +136,7 @@ pub async fn start_stream(
         req.headers = hooks.headers(std::mem::take(&mut req.headers)).await;
         if let Ok(payload) = pi_js::parse::parse_js_json(&req.body) {
             let payload = hooks.payload(payload).await;
-            if let Ok(body) = pi_js::json::to_js_string(&payload) {
+            if let Ok(body) = pi_js::json_str::value_to_js_string(&payload) {
                 req.body = body;
             }
         }

@@ -7,6 +7,7 @@
 //!
 //! * [`parse`]: `JSON.parse` with V8's exact error messages.
 //! * [`json`]: `JSON.stringify` (number formatting, pretty printing).
+//! * [`json_str`]: fast string escaping for long texts, byte-identical to `JSON.stringify`.
 //! * [`string`]: `trim`/`trimEnd`, the whitespace they remove, UTF-16 `length`.
 //! * [`number`]: `Number(x)` and `String(n)`.
 //! * [`value`]: truthiness and `String(v)` of JSON values.
@@ -16,6 +17,7 @@
 
 pub mod collate;
 pub mod json;
+pub mod json_str;
 pub mod number;
 pub mod parse;
 pub mod process_env;

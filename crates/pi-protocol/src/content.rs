@@ -12,7 +12,7 @@ pub struct ImageContent {
     pub mime_type: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 #[serde(tag = "type", rename = "image")]
 struct ImageWire {
     data: String,
@@ -21,12 +21,14 @@ struct ImageWire {
 }
 
 impl Serialize for ImageContent {
+    /// `ImageWire`'s form without copying the (often large) base64 text.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ImageWire {
-            data: self.data.clone(),
-            mime_type: self.mime_type.clone(),
-        }
-        .serialize(s)
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ImageWire", 3)?;
+        st.serialize_field("type", "image")?;
+        st.serialize_field("data", &pi_js::json_str::JsonStr(&self.data))?;
+        st.serialize_field("mimeType", &self.mime_type)?;
+        st.end()
     }
 }
 
@@ -63,7 +65,7 @@ record! {
     /// `{"type":"text","text":...,"textSignature"?}`. The signature is opaque provider metadata.
     pub struct TextContent {
         @tag "type" = "text";
-        req text: String = "text";
+        text text: String = "text";
         opt text_signature: String = "textSignature";
     }
 }
@@ -83,7 +85,7 @@ record! {
     /// the provider's encrypted payload in `thinkingSignature`.
     pub struct ThinkingContent {
         @tag "type" = "thinking";
-        req thinking: String = "thinking";
+        text thinking: String = "thinking";
         opt thinking_signature: String = "thinkingSignature";
         opt redacted: bool = "redacted";
     }

@@ -209,7 +209,7 @@ record! {
     pub struct BashExecutionMessage {
         @tag "role" = "bashExecution";
         req command: String = "command";
-        req output: String = "output";
+        text output: String = "output";
         /// Absent when the command was cancelled.
         opt exit_code: i64 = "exitCode" via crate::num::de_i64;
         req cancelled: bool = "cancelled";

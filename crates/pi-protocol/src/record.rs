@@ -275,7 +275,8 @@ pub fn serialize_ordered<M: SerializeMap>(
 ///
 /// Field kinds: `req` (always written), `opt` (`Option<T>`, omitted when `None`), `nul`
 /// (`Option<T>`, key required, `null` when `None`), `optnul` (`Option<Option<T>>`: absent,
-/// `null`, or a value). `via path` names a deserializer function for the value (e.g. lenient
+/// `null`, or a value), `text` (a `String` written like `req`, long texts escaped by
+/// `pi_js::json_str`, which is faster than serde_json's escaping). `via path` names a deserializer function for the value (e.g. lenient
 /// integers). An optional leading `@tag "key" = "value";` declares a constant discriminator key.
 ///
 /// The type's JSON Schema is derived from the same field list ([`record_schema`]), its doc
@@ -425,12 +426,14 @@ macro_rules! record {
     (@fty opt $t:ty) => { Option<$t> };
     (@fty optnul $t:ty) => { Option<Option<$t>> };
     (@fty any $t:ty) => { Option<$t> };
+    (@fty text $t:ty) => { $t };
 
     (@slot req $t:ty) => { $t };
     (@slot opt $t:ty) => { $t };
     (@slot nul $t:ty) => { Option<$t> };
     (@slot optnul $t:ty) => { Option<$t> };
     (@slot any $t:ty) => { $t };
+    (@slot text $t:ty) => { $t };
 
     (@de $v:ident $t:ty) => { <$t as ::serde::Deserialize>::deserialize($v) };
     (@de $v:ident $t:ty, $via:path) => { $via($v) };
@@ -456,6 +459,9 @@ macro_rules! record {
     (@parse any $f:ident $rest:ident $tr:ident $k:ident $v:ident $key:literal $t:ty $(, $via:path)?) => {
         $crate::record::record!(@parse req $f $rest $tr $k $v $key $t $(, $via)?)
     };
+    (@parse text $f:ident $rest:ident $tr:ident $k:ident $v:ident $key:literal $t:ty $(, $via:path)?) => {
+        $crate::record::record!(@parse req $f $rest $tr $k $v $key $t $(, $via)?)
+    };
     (@parse optnul $f:ident $rest:ident $tr:ident $k:ident $v:ident $key:literal $t:ty $(, $via:path)?) => {
         $crate::record::record!(@parse nul $f $rest $tr $k $v $key $t $(, $via)?)
     };
@@ -469,6 +475,9 @@ macro_rules! record {
     (@finish opt $f:ident $key:literal) => { $f };
     (@finish optnul $f:ident $key:literal) => { $f };
     (@finish any $f:ident $key:literal) => { $f };
+    (@finish text $f:ident $key:literal) => {
+        $crate::record::record!(@finish req $f $key)
+    };
 
     (@emit req $m:ident $key:literal $f:expr) => {{
         $m.serialize_entry($key, $f)?;
@@ -487,8 +496,19 @@ macro_rules! record {
         }
     };
     (@emit any $m:ident $key:literal $f:expr) => {
-        $crate::record::record!(@emit opt $m $key $f)
+        match $f {
+            // A JSON value (tool `details` may hold whole outputs): long strings escaped fast.
+            Some(v) => {
+                $m.serialize_entry($key, &::pi_js::json_str::JsValue(v))?;
+                Ok::<bool, _>(true)
+            }
+            None => Ok(false),
+        }
     };
+    (@emit text $m:ident $key:literal $f:expr) => {{
+        $m.serialize_entry($key, &::pi_js::json_str::JsonStr($f))?;
+        Ok::<bool, _>(true)
+    }};
     (@emit optnul $m:ident $key:literal $f:expr) => {
         $crate::record::record!(@emit opt $m $key $f)
     };
@@ -501,18 +521,21 @@ macro_rules! record {
     (@required opt) => { false };
     (@required optnul) => { false };
     (@required any) => { false };
+    (@required text) => { true };
 
     (@nullable req) => { false };
     (@nullable nul) => { true };
     (@nullable opt) => { false };
     (@nullable optnul) => { true };
     (@nullable any) => { false };
+    (@nullable text) => { false };
 
     (@present req $f:expr) => { true };
     (@present nul $f:expr) => { true };
     (@present opt $f:expr) => { ($f).is_some() };
     (@present optnul $f:expr) => { ($f).is_some() };
     (@present any $f:expr) => { ($f).is_some() };
+    (@present text $f:expr) => { true };
 }
 pub(crate) use record;
 

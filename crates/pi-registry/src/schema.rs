@@ -1,12 +1,64 @@
 //! The JSON Schema check Pi runs over `models.json` (TypeBox 1.x `Errors`), reduced to the
 //! keywords that schema uses, reporting errors in TypeBox's order with its English messages and
-//! its cap of 8 errors. The schema itself is Pi's, exported by `scripts/gen-catalog.mjs`.
+//! its cap of 8 errors. The schema itself is Pi's, exported by `scripts/gen-catalog.mjs`, and
+//! built into the statics below by `build.rs` (which refuses keywords this check does not know).
 
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
 
-static SCHEMA_TEXT: &str = include_str!("../data/models-schema.json");
 const MAX_ERRORS: usize = 8;
+
+/// One schema: `true`, `false`, or an object of keywords.
+pub(crate) enum S {
+    Any,
+    /// `false` (Pi's schema has none today; build.rs would write one).
+    #[allow(dead_code)]
+    Never,
+    Obj(&'static Obj),
+}
+
+/// The keywords of a schema object; `None` where the keyword is absent.
+pub(crate) struct Obj {
+    pub ty: Option<&'static str>,
+    pub konst: Option<&'static str>,
+    /// `enum` (all of Pi's are strings).
+    pub one_of: Option<&'static [&'static str]>,
+    pub required: Option<&'static [&'static str]>,
+    pub properties: Option<&'static [(&'static str, S)]>,
+    pub pattern_properties: Option<&'static [(&'static str, S)]>,
+    pub additional_properties: Option<&'static S>,
+    pub items: Option<&'static S>,
+    pub any_of: Option<&'static [S]>,
+    pub min_length: Option<f64>,
+    pub max_items: Option<f64>,
+    pub min_items: Option<f64>,
+    pub exclusive_maximum: Option<f64>,
+    pub exclusive_minimum: Option<f64>,
+    pub maximum: Option<f64>,
+    pub minimum: Option<f64>,
+}
+
+impl Obj {
+    pub const NONE: Obj = Obj {
+        ty: None,
+        konst: None,
+        one_of: None,
+        required: None,
+        properties: None,
+        pattern_properties: None,
+        additional_properties: None,
+        items: None,
+        any_of: None,
+        min_length: None,
+        max_items: None,
+        min_items: None,
+        exclusive_maximum: None,
+        exclusive_minimum: None,
+        maximum: None,
+        minimum: None,
+    };
+}
+
+include!(concat!(env!("OUT_DIR"), "/models_schema.rs"));
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SchemaError {
@@ -18,15 +70,10 @@ pub(crate) struct SchemaError {
     pub missing: Option<String>,
 }
 
-fn schema() -> &'static Value {
-    static SCHEMA: OnceLock<Value> = OnceLock::new();
-    SCHEMA.get_or_init(|| serde_json::from_str(SCHEMA_TEXT).unwrap_or(Value::Bool(true)))
-}
-
 /// Errors of `value` against Pi's models.json schema (empty when valid).
 pub(crate) fn validate_models_json(value: &Value) -> Vec<SchemaError> {
     let mut ctx = Ctx::default();
-    check(&mut ctx, schema(), "", value);
+    check(&mut ctx, &MODELS_SCHEMA, "", value);
     ctx.errors
 }
 
@@ -80,19 +127,20 @@ fn pattern_matches(pattern: &str, key: &str) -> bool {
 
 /// One schema against one value; `&` (not `&&`) everywhere so every keyword reports, as TypeBox's
 /// `ErrorSchema` does.
-fn check(ctx: &mut Ctx, schema: &Value, path: &str, value: &Value) -> bool {
+fn check(ctx: &mut Ctx, schema: &S, path: &str, value: &Value) -> bool {
     if ctx.full() {
         return false;
     }
     let schema = match schema {
-        Value::Bool(true) => return true,
-        Value::Bool(false) => return ctx.add("boolean", path, "schema is false".into()),
-        Value::Object(s) => s,
-        _ => return true,
+        S::Any => return true,
+        S::Never => return ctx.add("boolean", path, "schema is false".into()),
+        S::Obj(s) => s,
     };
     let mut ok = true;
-    if let Some(t) = schema.get("type") {
-        ok &= check_type(ctx, t, path, value);
+    if let Some(name) = schema.ty
+        && !type_matches(name, value)
+    {
+        ok &= ctx.add("type", path, format!("must be {name}"));
     }
     if let Value::Object(obj) = value {
         ok &= check_object(ctx, schema, path, obj);
@@ -101,7 +149,7 @@ fn check(ctx: &mut Ctx, schema: &Value, path: &str, value: &Value) -> bool {
         ok &= check_array(ctx, schema, path, items);
     }
     if let Value::String(s) = value
-        && let Some(min) = schema.get("minLength").and_then(Value::as_f64)
+        && let Some(min) = schema.min_length
     {
         let len = s.encode_utf16().count() as f64;
         if len < min {
@@ -118,13 +166,13 @@ fn check(ctx: &mut Ctx, schema: &Value, path: &str, value: &Value) -> bool {
     if let Some(n) = value.as_f64() {
         ok &= check_number(ctx, schema, path, n);
     }
-    if let Some(expected) = schema.get("const")
-        && !json_equal(value, expected)
+    if let Some(expected) = schema.konst
+        && value.as_str() != Some(expected)
     {
         ok &= ctx.add("const", path, "must be equal to constant".into());
     }
-    if let Some(Value::Array(options)) = schema.get("enum")
-        && !options.iter().any(|o| json_equal(value, o))
+    if let Some(options) = schema.one_of
+        && !options.iter().any(|o| value.as_str() == Some(*o))
     {
         ok &= ctx.add(
             "enum",
@@ -132,38 +180,18 @@ fn check(ctx: &mut Ctx, schema: &Value, path: &str, value: &Value) -> bool {
             "must be equal to one of the allowed values".into(),
         );
     }
-    if let Some(Value::Array(options)) = schema.get("anyOf") {
+    if let Some(options) = schema.any_of {
         ok &= check_any_of(ctx, options, path, value);
     }
     ok
 }
 
-fn check_type(ctx: &mut Ctx, t: &Value, path: &str, value: &Value) -> bool {
-    let (matches, message) = match t {
-        Value::String(name) => (type_matches(name, value), format!("must be {name}")),
-        Value::Array(names) => {
-            let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
-            (
-                names.iter().any(|n| type_matches(n, value)),
-                format!("must be either {}", names.join(" or ")),
-            )
-        }
-        _ => (true, String::new()),
-    };
-    matches || ctx.add("type", path, message)
-}
-
-fn check_object(
-    ctx: &mut Ctx,
-    schema: &Map<String, Value>,
-    path: &str,
-    obj: &Map<String, Value>,
-) -> bool {
+fn check_object(ctx: &mut Ctx, schema: &Obj, path: &str, obj: &Map<String, Value>) -> bool {
     let mut ok = true;
-    if let Some(Value::Array(required)) = schema.get("required") {
+    if let Some(required) = schema.required {
         let missing: Vec<&str> = required
             .iter()
-            .filter_map(Value::as_str)
+            .copied()
             .filter(|k| !obj.contains_key(*k))
             .collect();
         if !missing.is_empty() {
@@ -175,16 +203,14 @@ fn check_object(
             });
         }
     }
-    if let Some(additional) = schema.get("additionalProperties") {
+    if let Some(additional) = schema.additional_properties {
         let known = |key: &str| {
             schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .is_some_and(|p| p.contains_key(key))
+                .properties
+                .is_some_and(|p| p.iter().any(|(k, _)| *k == key))
                 || schema
-                    .get("patternProperties")
-                    .and_then(Value::as_object)
-                    .is_some_and(|p| p.keys().any(|pat| pattern_matches(pat, key)))
+                    .pattern_properties
+                    .is_some_and(|p| p.iter().any(|(pat, _)| pattern_matches(pat, key)))
         };
         let mut extra = false;
         for (key, child) in obj {
@@ -200,7 +226,7 @@ fn check_object(
             );
         }
     }
-    if let Some(Value::Object(patterns)) = schema.get("patternProperties") {
+    if let Some(patterns) = schema.pattern_properties {
         for (pattern, sub) in patterns {
             for (key, child) in obj {
                 if pattern_matches(pattern, key) {
@@ -209,9 +235,9 @@ fn check_object(
             }
         }
     }
-    if let Some(Value::Object(props)) = schema.get("properties") {
+    if let Some(props) = schema.properties {
         for (key, sub) in props {
-            if let Some(child) = obj.get(key) {
+            if let Some(child) = obj.get(*key) {
                 ok &= check(ctx, sub, &format!("{path}/{key}"), child);
             }
         }
@@ -219,14 +245,14 @@ fn check_object(
     ok
 }
 
-fn check_array(ctx: &mut Ctx, schema: &Map<String, Value>, path: &str, items: &[Value]) -> bool {
+fn check_array(ctx: &mut Ctx, schema: &Obj, path: &str, items: &[Value]) -> bool {
     let mut ok = true;
-    if let Some(item_schema) = schema.get("items") {
+    if let Some(item_schema) = schema.items {
         for (i, item) in items.iter().enumerate() {
             ok &= check(ctx, item_schema, &format!("{path}/{i}"), item);
         }
     }
-    if let Some(max) = schema.get("maxItems").and_then(Value::as_f64)
+    if let Some(max) = schema.max_items
         && items.len() as f64 > max
     {
         ok &= ctx.add(
@@ -238,7 +264,7 @@ fn check_array(ctx: &mut Ctx, schema: &Map<String, Value>, path: &str, items: &[
             ),
         );
     }
-    if let Some(min) = schema.get("minItems").and_then(Value::as_f64)
+    if let Some(min) = schema.min_items
         && (items.len() as f64) < min
     {
         ok &= ctx.add(
@@ -253,17 +279,26 @@ fn check_array(ctx: &mut Ctx, schema: &Map<String, Value>, path: &str, items: &[
     ok
 }
 
-fn check_number(ctx: &mut Ctx, schema: &Map<String, Value>, path: &str, n: f64) -> bool {
+fn check_number(ctx: &mut Ctx, schema: &Obj, path: &str, n: f64) -> bool {
     let mut ok = true;
-    type Rule = (&'static str, &'static str, fn(f64, f64) -> bool);
+    type Rule = (
+        &'static str,
+        &'static str,
+        Option<f64>,
+        fn(f64, f64) -> bool,
+    );
     let rules: [Rule; 4] = [
-        ("exclusiveMaximum", "<", |n, l| n < l),
-        ("exclusiveMinimum", ">", |n, l| n > l),
-        ("maximum", "<=", |n, l| n <= l),
-        ("minimum", ">=", |n, l| n >= l),
+        ("exclusiveMaximum", "<", schema.exclusive_maximum, |n, l| {
+            n < l
+        }),
+        ("exclusiveMinimum", ">", schema.exclusive_minimum, |n, l| {
+            n > l
+        }),
+        ("maximum", "<=", schema.maximum, |n, l| n <= l),
+        ("minimum", ">=", schema.minimum, |n, l| n >= l),
     ];
-    for (keyword, comparison, holds) in rules {
-        if let Some(limit) = schema.get(keyword).and_then(Value::as_f64)
+    for (keyword, comparison, limit, holds) in rules {
+        if let Some(limit) = limit
             && !holds(n, limit)
         {
             ok &= ctx.add(
@@ -278,7 +313,7 @@ fn check_number(ctx: &mut Ctx, schema: &Map<String, Value>, path: &str, n: f64) 
 
 /// Each operand gets its own error context; only if none matches are their errors kept, followed
 /// by the `anyOf` error.
-fn check_any_of(ctx: &mut Ctx, options: &[Value], path: &str, value: &Value) -> bool {
+fn check_any_of(ctx: &mut Ctx, options: &[S], path: &str, value: &Value) -> bool {
     let mut failed = Vec::new();
     for option in options {
         let mut sub = Ctx::default();
@@ -293,13 +328,6 @@ fn check_any_of(ctx: &mut Ctx, options: &[Value], path: &str, value: &Value) -> 
         }
     }
     ctx.add("anyOf", path, "must match a schema in anyOf".into())
-}
-
-fn json_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,6 @@ use crate::sse::{SseDecoder, SseEvent};
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
 use crate::tool_args::{parse_json_with_repair, parse_tool_call_arguments, partial_arguments};
 use crate::transcript::{resolve_transcript, transcript_tools};
-use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, TextContent, ThinkingContent, ToolCall};
 use pi_protocol::model::Model;
 use pi_protocol::record::KeyOrder;
@@ -155,7 +154,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
             model.base_url.trim_end_matches('/')
         ),
         headers: headers.0,
-        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let cancel = options.cancel.clone();
     let error_text = |e: &http::SendError| send_error_text(Sdk::Anthropic, e, None);

@@ -193,7 +193,8 @@ async fn stream(
     let mut resp = loop {
         let body = request::build_body(&params, &messages, strict, disable_preferred)
             .map_err(Failure::plain)?;
-        let mut body = pi_js::json::to_js_string(&Value::Object(body)).unwrap_or_default();
+        let mut body =
+            pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default();
         if let Some(hooks) = &options.hooks
             && let Ok(p) = parse_js_json(&body)
         {

@@ -109,7 +109,7 @@ pub(crate) async fn run_target(
     let req = http::Request {
         url: target.url,
         headers: headers.0,
-        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let cancel = options.cancel.clone();
     let error_text = |e: &http::SendError| send_error_text(Sdk::Google, e, None);

@@ -92,7 +92,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let req = http::Request {
         url: format!("{}/responses", model.base_url.trim_end_matches('/')),
         headers: headers.0,
-        body: to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
     };
     let prefix = format!(
         "{} API error",

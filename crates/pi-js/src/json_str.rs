@@ -1,0 +1,220 @@
+//! Fast JSON string escaping for large texts (tool output, file contents, request bodies).
+//!
+//! serde_json escapes a string one byte at a time (a table lookup and a branch per byte), which
+//! profiled as the largest single cost of a tool turn: every tool result is written five or six
+//! times (events, the provider request, the session line). [`push_json_str`] looks at eight bytes
+//! at once for the three things that need an escape (a control character, `"`, `\`) and copies
+//! the runs between them whole. The output is byte-identical to serde_json's (and to
+//! `JSON.stringify`'s: control characters as `\b \t \n \f \r` or lowercase `\u00xx`, everything
+//! else raw).
+//!
+//! [`JsonStr`] and [`JsValue`] put it under serde: a long string is escaped here and handed to
+//! serde_json's serializer as a finished fragment (the token serde_json's own `RawValue` uses);
+//! `serde_json::to_value` parses such a fragment back into the string, so values stay the same.
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
+use serde_json::Value;
+
+/// Strings shorter than this go through serde_json's own escaping: the fragment costs an
+/// allocation and a copy, which a short string does not earn back.
+const FAST_MIN_LEN: usize = 64;
+
+/// The token serde_json's serializers recognize as "write this text verbatim".
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+const LOW: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in every byte of `w` that needs an escape, and possibly in bytes above the
+/// first such byte (borrows), never below it: the lowest set bit is exact.
+#[inline]
+fn special_mask(w: u64) -> u64 {
+    let control = w.wrapping_sub(LOW * 0x20) & !w;
+    let quote = w ^ (LOW * u64::from(b'"'));
+    let backslash = w ^ (LOW * u64::from(b'\\'));
+    let quote = quote.wrapping_sub(LOW) & !quote;
+    let backslash = backslash.wrapping_sub(LOW) & !backslash;
+    (control | quote | backslash) & HIGH
+}
+
+#[inline]
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// The index of the first byte at or after `from` that needs an escape, or `bytes.len()`.
+#[inline]
+fn find_special(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let m = special_mask(u64::from_le_bytes(word));
+        if m != 0 {
+            return from + (m.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    bytes[from..]
+        .iter()
+        .position(|&b| needs_escape(b))
+        .map_or(bytes.len(), |p| from + p)
+}
+
+/// Appends the escape of one byte that [`needs_escape`].
+fn push_escape(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        b'\n' => out.push_str("\\n"),
+        b'\t' => out.push_str("\\t"),
+        b'\r' => out.push_str("\\r"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        _ => {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+    }
+}
+
+/// Appends `s` as a JSON string literal, quotes included, exactly as `JSON.stringify(s)`.
+pub fn push_json_str(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    loop {
+        // Runs end at ASCII bytes, which are char boundaries: no UTF-8 check is needed.
+        let next = find_special(bytes, start);
+        out.push_str(&s[start..next]);
+        match bytes.get(next) {
+            Some(&b) => push_escape(out, b),
+            None => break,
+        }
+        start = next + 1;
+    }
+    out.push('"');
+}
+
+/// `s` as a JSON string literal (see [`push_json_str`]).
+pub fn json_str_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 16 + 2);
+    push_json_str(&mut out, s);
+    out
+}
+
+/// Serializes a string like `str`'s own impl, escaping a long one with [`push_json_str`].
+pub struct JsonStr<'a>(pub &'a str);
+
+impl Serialize for JsonStr<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_str(self.0, s)
+    }
+}
+
+/// A `serialize_with` form of [`JsonStr`].
+pub fn serialize_str<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    if text.len() < FAST_MIN_LEN {
+        return s.serialize_str(text);
+    }
+    let literal = json_str_literal(text);
+    let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+    raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
+    raw.end()
+}
+
+/// Serializes a `serde_json::Value` as its own impl does, its long strings through
+/// [`JsonStr`] (request bodies: the whole transcript's text, written at every request).
+pub struct JsValue<'a>(pub &'a Value);
+
+impl Serialize for JsValue<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::String(text) => serialize_str(text, s),
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&JsValue(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut m = s.serialize_map(Some(map.len()))?;
+                for (k, v) in map {
+                    m.serialize_entry(k, &JsValue(v))?;
+                }
+                m.end()
+            }
+            other => other.serialize(s),
+        }
+    }
+}
+
+/// `JSON.stringify(value)` through [`JsValue`].
+pub fn value_to_js_string(value: &Value) -> Result<String, serde_json::Error> {
+    crate::json::to_js_string(&JsValue(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::to_js_string;
+
+    fn all_bytes_text() -> String {
+        let mut s = String::new();
+        for c in (0u32..0x80).chain([0xe9, 0x2028, 0x2029, 0xfeff, 0x1f600]) {
+            s.push(char::from_u32(c).unwrap());
+            s.push_str("ab");
+        }
+        s
+    }
+
+    #[test]
+    fn escapes_like_serde_json_at_every_length_and_offset() {
+        let text = all_bytes_text();
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        for (i, _) in chars.iter().step_by(3) {
+            for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200] {
+                let end = chars
+                    .iter()
+                    .map(|(j, _)| *j)
+                    .find(|j| *j >= i + len)
+                    .unwrap_or(text.len());
+                let s = &text[*i..end];
+                assert_eq!(
+                    json_str_literal(s),
+                    serde_json::to_string(s).unwrap(),
+                    "{s:?}"
+                );
+            }
+        }
+        let quiet = "x".repeat(1000);
+        assert_eq!(json_str_literal(&quiet), format!("\"{quiet}\""));
+        let noisy = "\"\\\n\u{1}".repeat(100);
+        assert_eq!(
+            json_str_literal(&noisy),
+            serde_json::to_string(&noisy).unwrap()
+        );
+    }
+
+    #[test]
+    fn values_serialize_as_serde_json_does() {
+        let long = format!("line\n{}\"q\" \\ \u{7}", "é".repeat(100));
+        let v = serde_json::json!({
+            "a": [long, "short\n", 1.5, 2, -3, null, true, {}],
+            "b": {"c": long.repeat(3), "d": []},
+            "e": 1e21,
+        });
+        assert_eq!(
+            to_js_string(&JsValue(&v)).unwrap(),
+            to_js_string(&v).unwrap()
+        );
+        assert_eq!(serde_json::to_value(JsValue(&v)).unwrap(), v);
+        assert_eq!(
+            crate::json::to_js_string_pretty(&JsValue(&v)).unwrap(),
+            crate::json::to_js_string_pretty(&v).unwrap()
+        );
+    }
+}
