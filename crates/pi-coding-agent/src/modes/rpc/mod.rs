@@ -51,7 +51,12 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     let exit_code = tokio::select! {
         _ = input => 0,
         code = signals.next() => code,
-        () = rt.quit_requested() => 0,
+        () = rt.quit_requested() => {
+            // Pi looks for a requested shutdown once a command was answered: the command that
+            // asked for it (a `/quit` prompt) gets its response before `session_shutdown` runs.
+            let _ = tokio::time::timeout(IN_FLIGHT_GRACE, in_flight.wait_idle()).await;
+            0
+        }
     };
     // Dispose the runtime: abort a run and wait for it; kill running commands.
     tokio::select! {
