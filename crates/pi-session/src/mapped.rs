@@ -21,6 +21,7 @@
 use bytes::Bytes;
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::sync::{Arc, Weak};
 
 /// Files smaller than this are read: their copy is cheap, and the mapping has a thread to pay.
 pub(crate) const MIN_MAPPED: u64 = 1 << 20;
@@ -45,6 +46,17 @@ impl AsRef<[u8]> for Mapping {
         unsafe {
             std::slice::from_raw_parts(self.ptr, self.len)
         }
+    }
+}
+
+/// What the [`Bytes`] of a mapping own: the detach holds the mapping only weakly, so a session
+/// closed before its copy is done (a switch right after opening) frees the mapping at once and
+/// ends the copy.
+struct Shared(Arc<Mapping>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
     }
 }
 
@@ -89,23 +101,24 @@ pub(crate) fn map(file: &File, len: u64) -> Option<Bytes> {
     if unsafe { libc::madvise(ptr, 0, libc::MADV_POPULATE_WRITE) } != 0 {
         return None;
     }
-    let bytes = Bytes::from_owner(mapping);
+    let mapping = Arc::new(mapping);
+    let bytes = Bytes::from_owner(Shared(Arc::clone(&mapping)));
     // Unit tests detach at once, so a test can truncate the file right after opening it. So
     // does a process that cannot start the thread: the copy is then on the path of the
     // response, as a read would be.
     let spawned = !cfg!(test)
         && file.try_clone().is_ok_and(|own| {
-            let detached = bytes.clone();
+            let weak = Arc::downgrade(&mapping);
             std::thread::Builder::new()
                 .name("session-detach".into())
                 .spawn(move || {
                     idle_priority();
-                    detach(&detached, &own);
+                    detach(&weak, &own);
                 })
                 .is_ok()
         });
     if !spawned {
-        detach(&bytes, file);
+        detach(&Arc::downgrade(&mapping), file);
     }
     Some(bytes)
 }
@@ -129,18 +142,24 @@ fn idle_priority() {
     }
 }
 
-/// Replaces the mapping under `bytes` (all of it, from its page-aligned start), piece by
-/// piece, with anonymous memory holding the same bytes read from `file`. Stops at the first
-/// failure, leaving the rest mapped.
+/// Replaces `mapping`, piece by piece, with anonymous memory holding the same bytes read from
+/// `file`. Stops at the first failure, leaving the rest mapped, and once the mapping is gone.
 #[cfg(target_os = "linux")]
-fn detach(bytes: &Bytes, file: &File) {
-    let (base, len) = (bytes.as_ptr() as usize, bytes.len());
+fn detach(mapping: &Weak<Mapping>, file: &File) {
     let mut offset = 0;
-    while offset < len {
+    loop {
+        // Held for one piece: the range stays mapped (and ours) while it is replaced.
+        let Some(mapping) = mapping.upgrade() else {
+            return;
+        };
+        let (base, len) = (mapping.ptr as usize, mapping.len);
+        if offset >= len {
+            return;
+        }
         let n = PIECE.min(len - offset);
         // SAFETY: a fresh anonymous mapping of `n` bytes, filled by pread(2) within its length,
         // made read-only and moved over `[base + offset, base + offset + n)`, which lies in the
-        // mapping `bytes` keeps alive (mremap replaces that range in one step, so readers see
+        // mapping `mapping` keeps alive (mremap replaces that range in one step, so readers see
         // the old pages or the new ones, with the same content). On failure it is unmapped.
         #[allow(unsafe_code)]
         unsafe {
