@@ -65,7 +65,10 @@ impl SharedMessage {
     /// UTF-8.
     pub fn from_canonical_text(text: Bytes, role: &str) -> Option<SharedMessage> {
         let role = KNOWN_ROLES.iter().copied().find(|r| *r == role)?;
-        std::str::from_utf8(&text).ok()?;
+        // Message text is nearly always ASCII, which is UTF-8 and quicker to recognize.
+        if !text.is_ascii() {
+            std::str::from_utf8(&text).ok()?;
+        }
         Some(SharedMessage(Shared::Text(Arc::new(TextMessage {
             text,
             role,
