@@ -396,48 +396,41 @@ async fn radius_models(provider: &str, gateway: &str, key: &str) -> Result<Vec<V
     }
     let invalid = || format!("Invalid Radius config from {gateway}");
     let config = pi_js::parse::parse_js_json(&text)?;
-    let (Some(base_url), Some(models)) = (
-        config.get("baseUrl").and_then(Value::as_str),
-        config.get("models").and_then(Value::as_array),
-    ) else {
-        return Err(invalid());
-    };
-    Ok(models
-        .iter()
-        .filter(|m| is_gateway_model(m))
-        .filter_map(|m| {
-            let mut m = m.as_object()?.clone();
-            m.insert("api".into(), "pi-messages".into());
-            m.insert("provider".into(), provider.into());
-            m.insert("baseUrl".into(), base_url.into());
-            Some(Value::Object(m))
-        })
-        .collect())
+    let models = config
+        .as_object()
+        .and_then(|c| gateway_models(provider, c))
+        .ok_or_else(invalid)?;
+    Ok(models.into_iter().map(Value::Object).collect())
+}
+
+/// A gateway config's (`{baseUrl, models}`) gateway models as `provider`'s pi-messages models;
+/// `None` when it has no base URL or model list.
+fn gateway_models(provider: &str, config: &Map<String, Value>) -> Option<Vec<JsObject>> {
+    let base_url = config.get("baseUrl").and_then(Value::as_str)?;
+    let models = config.get("models").and_then(Value::as_array)?;
+    Some(
+        models
+            .iter()
+            .filter(|m| is_gateway_model(m))
+            .filter_map(|m| {
+                let mut m = m.as_object()?.clone();
+                m.insert("api".into(), "pi-messages".into());
+                m.insert("provider".into(), provider.into());
+                m.insert("baseUrl".into(), base_url.into());
+                Some(m)
+            })
+            .collect(),
+    )
 }
 
 /// The gateway catalog an older Pi kept in a Radius login (`gatewayConfig`), for a provider
 /// with no saved catalog yet: Pi imports it before any network refresh, offline included.
 pub(crate) fn legacy_gateway_models(provider: &str, login: &Map<String, Value>) -> Vec<JsObject> {
-    let Some(config) = login.get("gatewayConfig").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    let (Some(base_url), Some(models)) = (
-        config.get("baseUrl").and_then(Value::as_str),
-        config.get("models").and_then(Value::as_array),
-    ) else {
-        return Vec::new();
-    };
-    models
-        .iter()
-        .filter(|m| is_gateway_model(m))
-        .filter_map(|m| {
-            let mut m = m.as_object()?.clone();
-            m.insert("api".into(), "pi-messages".into());
-            m.insert("provider".into(), provider.into());
-            m.insert("baseUrl".into(), base_url.into());
-            Some(m)
-        })
-        .collect()
+    login
+        .get("gatewayConfig")
+        .and_then(Value::as_object)
+        .and_then(|config| gateway_models(provider, config))
+        .unwrap_or_default()
 }
 
 /// A gateway model has Pi's required fields with their types.
