@@ -302,6 +302,15 @@ impl Body {
             .collect()
     }
 
+    /// The whole body (small JSON answers), read chunk by chunk under `cancel`.
+    pub async fn body(&mut self, cancel: &CancellationToken) -> Result<Vec<u8>, ReadError> {
+        let mut bytes = Vec::new();
+        while let Some(c) = self.chunk(cancel).await? {
+            bytes.extend_from_slice(&c);
+        }
+        Ok(bytes)
+    }
+
     /// The next chunk, `None` at the end of the body. `cancel` is the same token on every
     /// call.
     pub async fn chunk(

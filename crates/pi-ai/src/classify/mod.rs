@@ -237,15 +237,11 @@ pub(crate) async fn send_json(
         };
         let err = match http::send(request, &options.cancel, None).await {
             Ok(mut response) => {
-                let mut bytes = Vec::new();
-                loop {
-                    match response.chunk(&options.cancel).await {
-                        Ok(Some(c)) => bytes.extend_from_slice(&c),
-                        Ok(None) => break,
-                        Err(http::ReadError::Aborted) => return Err(CallError::Aborted),
-                        Err(http::ReadError::Terminated(t)) => return Err(CallError::Message(t)),
-                    }
-                }
+                let bytes = match response.body(&options.cancel).await {
+                    Ok(bytes) => bytes,
+                    Err(http::ReadError::Aborted) => return Err(CallError::Aborted),
+                    Err(http::ReadError::Terminated(t)) => return Err(CallError::Message(t)),
+                };
                 let text = String::from_utf8_lossy(&bytes);
                 return pi_js::parse::parse_js_json(&text).map_err(CallError::Message);
             }

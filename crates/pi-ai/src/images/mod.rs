@@ -127,17 +127,11 @@ async fn post(
         };
         let err = match http::send(request, &options.cancel, None).await {
             Ok(mut response) => {
-                let mut bytes = Vec::new();
-                loop {
-                    match response.chunk(&options.cancel).await {
-                        Ok(Some(c)) => bytes.extend_from_slice(&c),
-                        Ok(None) => break,
-                        Err(http::ReadError::Aborted) => {
-                            return Err((true, "Request aborted".into()));
-                        }
-                        Err(e) => return Err((false, provider_error::read_error_text(&e))),
-                    }
-                }
+                let bytes = match response.body(&options.cancel).await {
+                    Ok(bytes) => bytes,
+                    Err(http::ReadError::Aborted) => return Err((true, "Request aborted".into())),
+                    Err(e) => return Err((false, provider_error::read_error_text(&e))),
+                };
                 return pi_js::parse::parse_js_json(&String::from_utf8_lossy(&bytes))
                     .map_err(|e| (false, e));
             }
