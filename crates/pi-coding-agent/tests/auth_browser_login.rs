@@ -136,6 +136,10 @@ fn browser_login(
     extra: fn(&str) -> String,
     wait: Duration,
 ) -> Login {
+    // Several providers listen on one fixed callback port (Anthropic's, OpenAI's): logins of
+    // parallel tests would answer each other's browser, so one runs at a time.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let bin = root.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let opened = root.join("opened.txt");
