@@ -185,8 +185,21 @@ impl Host {
             .unwrap_or_else(|| "it exited".into())
     }
 
-    /// Ends the host and everything it started (its process group).
+    /// Ends the host and everything it started (its process group). The end is ours, so the
+    /// delegate is not told the host went away: a quitting pi must not report the closed
+    /// channel as an extension error (on a slow machine the report raced the exit).
     pub fn kill(&self) {
+        {
+            let mut gone = lock(&self.shared.gone);
+            if gone.is_none() {
+                *gone = Some("the extension host was stopped".into());
+            }
+        }
+        self.shared.alive.store(false, Ordering::SeqCst);
+        let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
+        for (_, tx) in pending {
+            let _ = tx.send(Err(HostError::Gone(self.gone_reason())));
+        }
         if let Some(pgid) = self.shared.pgid {
             kill_group(pgid);
         }

@@ -1,5 +1,6 @@
 //! The channel against a scripted stand-in host (a few lines of Node): requests and results,
-//! sync calls answered in order with effects, async calls, handler sets, and the host dying.
+//! sync calls answered in order with effects, async calls, handler sets, the host dying, and
+//! pi ending it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -152,6 +153,25 @@ async fn requests_calls_and_effects_keep_their_order_and_a_dying_host_fails_what
         host.request("echo", Map::new()).await,
         Err(HostError::Gone(_))
     ));
+
+    // A host pi ends itself (quit, reload) fails what is pending, but its end is no news to
+    // the delegate: a quitting pi must not report the closed channel as an extension error.
+    let host = Host::start(dir.path()).expect("second host starts");
+    let quiet = Arc::new(Recorder::default());
+    host.set_delegate(quiet.clone());
+    assert!(host.request("echo", Map::new()).await.is_ok());
+    let pending = tokio::spawn({
+        let host = host.clone();
+        // The stand-in never answers a request it does not know.
+        async move { host.request("never", Map::new()).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    host.kill();
+    let ended = pending.await.unwrap();
+    assert!(matches!(ended, Err(HostError::Gone(_))), "{ended:?}");
+    assert!(!host.is_alive());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(*quiet.gone.lock().unwrap(), None);
 }
 
 #[allow(unsafe_code)]
