@@ -699,7 +699,8 @@ pub struct Open {
 
 pub struct Sessions {
     pub data: datagen::SessionData,
-    /// `--session <file>`: spawn, `get_messages` and `get_tree` written at once.
+    /// `--session <file>`: spawn, `get_messages` and `get_tree` written at once (ours, ref,
+    /// floor).
     pub startup: Vec<Side<Open>>,
     /// From ready: `switch_session`, then `get_messages`, then `get_tree`.
     pub switch: Vec<Side<Open>>,
@@ -728,11 +729,26 @@ fn tree_time(
     Ok(ms(tr.at.saturating_duration_since(messages.at)))
 }
 
+/// Both ways of opening, each with a third target: the floor ([`crate::session_floor`]), which
+/// answers `get_messages` only (its `get_tree` is not asked for).
 pub fn session_open(ctx: &Ctx) -> Res<Sessions> {
     let data = datagen::session(&ctx.data)?;
     // The messages alone are most of the file; a response far smaller means nothing loaded.
     let min = (data.bytes / 2) as usize;
-    let targets = [&ctx.ours, &ctx.reference];
+    let answer = data.file.with_file_name("floor-answer.jsonl");
+    crate::session_floor::prepare(&data.file, &answer)?;
+    let floor = Target {
+        key: "floor",
+        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench")),
+        path_env: String::new(),
+        tmpdir: ctx.ours.tmpdir.clone(),
+        env: vec![(
+            crate::session_floor::ENV.to_string(),
+            answer.display().to_string(),
+        )],
+    };
+    let targets = [&ctx.ours, &ctx.reference, &floor];
+    let floor_tree = || Err("not measured".to_string());
     let copy = |sb: &pi_test_support::conformance::sandbox::Sandbox| -> Res<PathBuf> {
         let dst = sb.root.join("session.jsonl");
         std::fs::copy(&data.file, &dst).map_err(|e| e.to_string())?;
@@ -751,10 +767,16 @@ pub fn session_open(ctx: &Ctx) -> Res<Sessions> {
             let mut agent = Agent::spawn(t, &sb, &data.cwd, &["--session", &file])?;
             let r = (|| {
                 agent.send(r#"{"id":"m","type":"get_messages"}"#)?;
-                agent.send(r#"{"id":"t","type":"get_tree"}"#)?;
+                if t.key != "floor" {
+                    agent.send(r#"{"id":"t","type":"get_tree"}"#)?;
+                }
                 let m = agent.response("m", timeout)?;
                 expect_big(&m, "get_messages", min)?;
-                let tree = tree_time(&agent, &m, min, timeout);
+                let tree = if t.key == "floor" {
+                    floor_tree()
+                } else {
+                    tree_time(&agent, &m, min, timeout)
+                };
                 Ok(Open {
                     messages_ms: ms(m.at - agent.spawned_at),
                     tree_ms: tree,
@@ -787,8 +809,12 @@ pub fn session_open(ctx: &Ctx) -> Res<Sessions> {
                 agent.send(r#"{"id":"m","type":"get_messages"}"#)?;
                 let m = agent.response("m", timeout)?;
                 expect_big(&m, "get_messages", min)?;
-                agent.send(r#"{"id":"t","type":"get_tree"}"#)?;
-                let tree = tree_time(&agent, &m, min, timeout);
+                let tree = if t.key == "floor" {
+                    floor_tree()
+                } else {
+                    agent.send(r#"{"id":"t","type":"get_tree"}"#)?;
+                    tree_time(&agent, &m, min, timeout)
+                };
                 Ok(Open {
                     messages_ms: ms(m.at - t0),
                     tree_ms: tree,
