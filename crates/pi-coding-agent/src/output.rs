@@ -359,6 +359,17 @@ impl Write for Blocking {
         }
     }
 
+    /// `writev(2)`: large records made of many pieces (`get_messages`) go out without being
+    /// copied into the buffer first.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        loop {
+            match (&self.0.file).write_vectored(bufs) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(&self.0.file)?,
+                other => return other,
+            }
+        }
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }

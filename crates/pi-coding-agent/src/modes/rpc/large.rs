@@ -6,15 +6,16 @@
 use pi_coding_agent::output::Output;
 use pi_coding_agent::runtime::Runtime;
 use pi_js::json::write_js;
+use pi_protocol::SharedMessage;
 use pi_protocol::additions::{SessionMessagesRead, SessionView};
 use pi_protocol::response::data_prefix;
-use pi_protocol::results::{EntriesData, MessagesData};
+use pi_protocol::results::EntriesData;
 use pi_protocol::session_entry::SessionHeader;
 use pi_protocol::{Outcome, RpcResponse};
 use pi_session::SessionReader;
 use serde::Serialize;
 use serde_json::Value;
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 
 fn js(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
     write_js(w, value).map_err(io::Error::other)
@@ -27,17 +28,61 @@ fn record<T: Serialize>(w: &mut dyn Write, response: &RpcResponse<T>) -> io::Res
 }
 
 /// `{"messages":[…]}` from a snapshot of the transcript (shared messages: nothing is copied,
-/// and no lock is held while the client reads).
+/// and no lock is held while the client reads). The shape of `MessagesData`, written by hand:
+/// the texts of messages read from the session file go out as they are, many per `writev`,
+/// instead of through the serializer and the output buffer (a 100 MB session's answer is
+/// nearly all such texts).
 pub async fn get_messages(out: &Output, rt: &Runtime, id: Option<Value>) {
     let messages = rt.messages();
     out.send_streamed(move |w| {
-        let data = MessagesData { messages };
-        record(
-            w,
-            &RpcResponse::new(id, "get_messages", Outcome::Data(data)),
-        )
+        w.write_all(data_prefix(id.as_ref(), "get_messages").as_bytes())?;
+        w.write_all(b"{\"messages\":[")?;
+        write_messages(w, &messages)?;
+        w.write_all(b"]}}\n")
     })
     .await;
+}
+
+/// Messages per `writev`: with the commas between them, within the kernel's 1024 pieces.
+const MESSAGES_PER_WRITE: usize = 500;
+
+/// The messages, comma-separated: kept texts as they are, typed ones serialized.
+fn write_messages(w: &mut dyn Write, messages: &[SharedMessage]) -> io::Result<()> {
+    for (n, batch) in messages.chunks(MESSAGES_PER_WRITE).enumerate() {
+        let typed = batch
+            .iter()
+            .map(|m| match m.canonical_text() {
+                Some(_) => Ok(Vec::new()),
+                None => pi_js::json::to_js_string(m)
+                    .map(String::into_bytes)
+                    .map_err(io::Error::other),
+            })
+            .collect::<io::Result<Vec<Vec<u8>>>>()?;
+        let mut pieces = Vec::with_capacity(2 * batch.len());
+        for (i, (m, json)) in batch.iter().zip(&typed).enumerate() {
+            if n > 0 || i > 0 {
+                pieces.push(IoSlice::new(b","));
+            }
+            let bytes = m.canonical_text().map_or(json.as_slice(), str::as_bytes);
+            pieces.push(IoSlice::new(bytes));
+        }
+        write_all_vectored(w, &mut pieces)?;
+    }
+    Ok(())
+}
+
+/// `Write::write_all_vectored`, which is not stable yet.
+fn write_all_vectored(w: &mut dyn Write, mut pieces: &mut [IoSlice<'_>]) -> io::Result<()> {
+    IoSlice::advance_slices(&mut pieces, 0);
+    while !pieces.is_empty() {
+        match w.write_vectored(pieces) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut pieces, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// `{"entries":[…],"leafId":…}`, or the error for an unknown `since` cursor. The session stays
