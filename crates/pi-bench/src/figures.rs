@@ -290,6 +290,17 @@ pub fn is_settled(line: &str) -> bool {
     line.starts_with("{\"type\":\"agent_settled\"")
 }
 
+/// `pi-bench` itself as a calibration target: `env` selects its floor mode.
+fn floor_target(ctx: &Ctx, env: &str, value: String) -> Target {
+    Target {
+        key: "floor",
+        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench")),
+        path_env: String::new(),
+        tmpdir: ctx.ours.tmpdir.clone(),
+        env: vec![(env.to_string(), value)],
+    }
+}
+
 /// The mock streams [`FLOOD_DELTAS`] text deltas as fast as the socket takes them; records/s is
 /// deltas / (last text_delta record read − first chunk written). Then a lock-step stream of
 /// [`LOCKSTEP_DELTAS`]: each delta is written only after the previous one's record was read, so
@@ -301,16 +312,7 @@ pub fn is_settled(line: &str) -> bool {
 pub fn stream(ctx: &Ctx) -> Vec<Side<Stream>> {
     let flood = Arc::new(render(&text_reply(FLOOD_DELTAS), 1));
     let lock = Arc::new(render(&text_reply(LOCKSTEP_DELTAS), 2));
-    let floor = Target {
-        key: "floor",
-        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench")),
-        path_env: String::new(),
-        tmpdir: ctx.ours.tmpdir.clone(),
-        env: vec![(
-            crate::relay::PORT_ENV.to_string(),
-            ctx.mock.port.to_string(),
-        )],
-    };
+    let floor = floor_target(ctx, crate::relay::PORT_ENV, ctx.mock.port.to_string());
     let targets = [&ctx.ours, &ctx.reference, &floor];
     alternate(
         "stream relay",
@@ -737,16 +739,7 @@ pub fn session_open(ctx: &Ctx) -> Res<Sessions> {
     let min = (data.bytes / 2) as usize;
     let answer = data.file.with_file_name("floor-answer.jsonl");
     crate::session_floor::prepare(&data.file, &answer)?;
-    let floor = Target {
-        key: "floor",
-        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench")),
-        path_env: String::new(),
-        tmpdir: ctx.ours.tmpdir.clone(),
-        env: vec![(
-            crate::session_floor::ENV.to_string(),
-            answer.display().to_string(),
-        )],
-    };
+    let floor = floor_target(ctx, crate::session_floor::ENV, answer.display().to_string());
     let targets = [&ctx.ours, &ctx.reference, &floor];
     let floor_tree = || Err("not measured".to_string());
     let copy = |sb: &pi_test_support::conformance::sandbox::Sandbox| -> Res<PathBuf> {

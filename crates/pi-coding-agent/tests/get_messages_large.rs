@@ -5,21 +5,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
 
+mod support;
+
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use support::Pi;
 
 const MESSAGES: usize = 1234;
 
 #[test]
 fn kept_and_parsed_messages_come_out_in_order_and_in_canonical_form() {
-    let dir = pi_test_support::TempDir::new();
-    let cwd = dir.path().join("cwd");
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::create_dir_all(dir.path().join("agent")).unwrap();
     let header = json!({"type": "session", "version": 3,
         "id": "019b8c2e-4a10-7000-8000-00000000be9c",
-        "timestamp": "2026-01-05T00:00:00.000Z", "cwd": cwd.display().to_string()});
+        "timestamp": "2026-01-05T00:00:00.000Z", "cwd": "${PI_TEST_HOME}"});
     let mut file = format!("{header}\n");
     let mut expected = Vec::new();
     let mut parent = Value::Null;
@@ -28,8 +25,8 @@ fn kept_and_parsed_messages_come_out_in_order_and_in_canonical_form() {
         let message = json!({"role": "user", "content": [{"type": "text", "text": text}],
             "timestamp": 1_767_225_600_000u64 + i as u64});
         let compact = serde_json::to_string(&message).unwrap();
-        // Every seventh message in a form JSON.stringify would not write (spaces after the
-        // colons): it is parsed and written anew.
+        // Every seventh message in a form JSON.stringify would not write (a space after a
+        // colon): it is parsed and written anew.
         let written = if i % 7 == 3 {
             compact.replacen("\"role\":", "\"role\": ", 1)
         } else {
@@ -42,46 +39,21 @@ fn kept_and_parsed_messages_come_out_in_order_and_in_canonical_form() {
         parent = json!(id);
         expected.push(compact);
     }
-    let session = dir.path().join("s.jsonl");
-    std::fs::write(&session, file).unwrap();
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pi"))
-        .args(["--mode", "rpc", "--session"])
-        .arg(&session)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", dir.path())
-        .env("PI_CODING_AGENT_DIR", dir.path().join("agent"))
-        .env("PI_OFFLINE", "1")
-        .current_dir(&cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"id\":\"m\",\"type\":\"get_messages\"}\n")
-        .unwrap();
-    // Read slowly at first, so that the answer meets a full pipe mid-write.
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let mut reader = BufReader::with_capacity(4096, child.stdout.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "no get_messages answer"
-        );
+    // The answer (~2 MB) is far more than the pipe holds: it goes out in partial writes.
+    let mut pi = Pi::spawn_with(
+        &["--mode", "rpc", "--session", "s.jsonl"],
+        &[],
+        &[("s.jsonl", &file)],
+    );
+    pi.write(b"{\"id\":\"m\",\"type\":\"get_messages\"}\n");
+    let line = loop {
+        let line = pi.read_line();
         if line.starts_with("{\"id\":\"m\"") {
-            break;
+            break line;
         }
-    }
-    drop(stdin);
-    child.wait().unwrap();
-
+    };
     let want = format!(
-        "{{\"id\":\"m\",\"type\":\"response\",\"command\":\"get_messages\",\"success\":true,\"data\":{{\"messages\":[{}]}}}}\n",
+        "{{\"id\":\"m\",\"type\":\"response\",\"command\":\"get_messages\",\"success\":true,\"data\":{{\"messages\":[{}]}}}}",
         expected.join(",")
     );
     assert_eq!(line.len(), want.len());
