@@ -575,7 +575,15 @@ fn errors_in(results: &[String]) -> usize {
         .count()
 }
 
-pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<f64>>> {
+/// One measured tool turn: its time, and the longest `durationMs` any of its 8 tools reported
+/// (the part of the turn that is the tools' own work, run in parallel).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolTurn {
+    pub ms: f64,
+    pub slowest_tool_ms: f64,
+}
+
+pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
     let tree = datagen::tool_tree(&ctx.data)?;
     let targets = [&ctx.ours, &ctx.reference];
     Ok(alternate(
@@ -604,7 +612,15 @@ pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<f64>>> {
                     errors_in(&results)
                 ));
             }
-            Ok(ms)
+            let slowest_tool_ms = results
+                .iter()
+                .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+                .filter_map(|v| v["durationMs"].as_f64())
+                .fold(0.0, f64::max);
+            Ok(ToolTurn {
+                ms,
+                slowest_tool_ms,
+            })
         },
     ))
 }
