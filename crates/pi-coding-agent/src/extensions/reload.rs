@@ -3,9 +3,7 @@
 //! extensions hear `session_shutdown` (`reload`), their modules are imported anew, and the new
 //! instances get `session_start` and `resources_discover` (`reload`).
 
-use crate::resources::session::{Locations, SessionResources};
 use crate::runtime::{Runtime, lock};
-use crate::settings::SettingsManager;
 use serde_json::json;
 
 impl Runtime {
@@ -28,17 +26,7 @@ impl Runtime {
 
         let env = &self.core.env;
         let cwd = self.core.cwd();
-        let mut startup = SettingsManager::load(&env.cwd, &env.agent_dir, true);
-        let (res, diagnostics) = SessionResources::load(
-            &self.core.args,
-            Locations {
-                cwd: &cwd,
-                agent_dir: &env.agent_dir,
-                home: &env.home,
-                process_cwd: &env.cwd,
-            },
-            &mut startup,
-        );
+        let (res, diagnostics) = self.read_resources(&self.core.args, &cwd);
         // Pi writes a replacement runtime's diagnostics to stderr and goes on.
         for d in &diagnostics {
             eprintln!("{d}");

@@ -7,6 +7,7 @@
 //! RPC `bash` run there. We keep the process and the agent, and reload what depends on the cwd.
 
 use super::{Runtime, lock};
+use crate::cli::{Args, Diagnostic};
 use crate::resources::extensions::ExtensionSource;
 use crate::resources::session::{Locations, SessionResources};
 use crate::settings::SettingsManager;
@@ -30,18 +31,7 @@ impl Runtime {
                 args.project_trust_override = self.extension_trust(&args, cwd).await;
             }
         }
-        // Pi's startup settings (the default project trust) stay the process cwd's.
-        let mut startup = SettingsManager::load(&env.cwd, &env.agent_dir, true);
-        let (res, diagnostics) = SessionResources::load(
-            &args,
-            Locations {
-                cwd,
-                agent_dir: &env.agent_dir,
-                home: &env.home,
-                process_cwd: &env.cwd,
-            },
-            &mut startup,
-        );
+        let (res, diagnostics) = self.read_resources(&args, cwd);
         // Pi reports a replacement runtime's diagnostics once each (an unchanged settings
         // warning is not repeated on every replacement, nor one startup printed).
         for d in &diagnostics {
@@ -69,6 +59,27 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Settings and resources read again for `cwd`, as a replaced session and a reload both
+    /// need; Pi's startup settings (the default project trust) stay the process cwd's.
+    pub(crate) fn read_resources(
+        &self,
+        args: &Args,
+        cwd: &Path,
+    ) -> (SessionResources, Vec<Diagnostic>) {
+        let env = &self.core.env;
+        let mut startup = SettingsManager::load(&env.cwd, &env.agent_dir, true);
+        SessionResources::load(
+            args,
+            Locations {
+                cwd,
+                agent_dir: &env.agent_dir,
+                home: &env.home,
+                process_cwd: &env.cwd,
+            },
+            &mut startup,
+        )
+    }
+
     /// Pi's new runtime reads `models.json` and `auth.json` again. The extensions' providers
     /// and virtual models stay registered until their next generation replaces them, and
     /// registered providers restore their stored catalogs (no network), as at startup.
