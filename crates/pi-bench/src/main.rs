@@ -190,6 +190,21 @@ fn worst_round_ratio(ours: &[f64], reference: &[f64]) -> Option<f64> {
     Some(worst / best)
 }
 
+/// A row of one figure of both sides, `f` picking it out of each sample.
+fn sided<T: Copy>(
+    title: &str,
+    unit: &'static str,
+    better: Better,
+    ours: &Side<T>,
+    reference: &Side<T>,
+    f: impl Fn(T) -> f64,
+) -> Row {
+    let mut row = Row::new(title, unit, better);
+    row.ours = col(ours, &f);
+    row.reference = Some(col(reference, &f));
+    row
+}
+
 fn col<T: Copy>(side: &Side<T>, f: impl Fn(T) -> f64) -> Vec<f64> {
     side.samples.iter().map(|s| f(*s)).collect()
 }
@@ -293,13 +308,14 @@ fn run(cli: Cli) -> Result<(), String> {
         eprintln!("ready + idle RSS");
         let sides = figures::ready(&ctx);
         let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        let mut row = sided(
             "ready: spawn → first `get_state` response",
             "ms",
             Better::Lower,
+            o,
+            r,
+            |s| s.ready_ms,
         );
-        row.ours = col(o, |s| s.ready_ms);
-        row.reference = Some(col(r, |s| s.ready_ms));
         notes(&mut row, o, Some(r));
         if let (Some(om), Some(ratio)) = (row.ours_median(), row.ratio()) {
             row.target = Some((
@@ -308,9 +324,14 @@ fn run(cli: Cli) -> Result<(), String> {
             ));
         }
         rows.push(row);
-        let mut row = Row::new("idle RSS after ready (process tree)", "MiB", Better::Lower);
-        row.ours = col(o, |s| s.idle_rss_mib);
-        row.reference = Some(col(r, |s| s.idle_rss_mib));
+        let mut row = sided(
+            "idle RSS after ready (process tree)",
+            "MiB",
+            Better::Lower,
+            o,
+            r,
+            |s| s.idle_rss_mib,
+        );
         if let Some(om) = row.ours_median() {
             row.target = Some(("≤ 6 MB".into(), om * 1.048_576 <= 6.0));
         }
@@ -410,16 +431,17 @@ fn run(cli: Cli) -> Result<(), String> {
         );
         let sides = figures::stream(&ctx);
         let (o, r, floor) = (&sides[0], &sides[1], &sides[2]);
-        let mut row = Row::new(
+        let mut row = sided(
             &format!(
                 "stream relay: text_delta records/s ({} deltas as fast as possible)",
                 fmt_num(figures::FLOOD_DELTAS as f64)
             ),
             "rec/s",
             Better::Higher,
+            o,
+            r,
+            |s| s.records_per_s,
         );
-        row.ours = col(o, |s| s.records_per_s);
-        row.reference = Some(col(r, |s| s.records_per_s));
         notes(&mut row, o, Some(r));
         // The issue asks for 10× in every run, not only in the median: the worst round's
         // ratio (rounds pair up as they alternated; after a failed round, worst against best).
@@ -436,34 +458,37 @@ fn run(cli: Cli) -> Result<(), String> {
             ));
         }
         rows.push(row);
-        let mut row = Row::new(
+        let row = sided(
             "stream relay: added latency p50 (chunk written → record read, lock-step)",
             "µs",
             Better::Lower,
+            o,
+            r,
+            |s| s.lock_p50_us,
         );
-        row.ours = col(o, |s| s.lock_p50_us);
-        row.reference = Some(col(r, |s| s.lock_p50_us));
         rows.push(row);
-        let mut row = Row::new(
+        let mut row = sided(
             "stream relay: added latency p99 (lock-step)",
             "µs",
             Better::Lower,
+            o,
+            r,
+            |s| s.lock_p99_us,
         );
-        row.ours = col(o, |s| s.lock_p99_us);
-        row.reference = Some(col(r, |s| s.lock_p99_us));
         // Within 1.3× of what the minimal relay gets on this machine (the floor below).
         let floor_p99 = stats::summarize(&col(floor, |s| s.lock_p99_us)).map(|s| s.median);
         if let (Some(om), Some(fm)) = (row.ours_median(), floor_p99) {
             row.target = Some((format!("≤ 1.3× floor ({:.1} µs)", 1.3 * fm), om <= 1.3 * fm));
         }
         rows.push(row);
-        let mut row = Row::new(
+        let row = sided(
             "stream relay: latency p50 during the flood (includes queueing)",
             "µs",
             Better::Lower,
+            o,
+            r,
+            |s| s.flood_p50_us,
         );
-        row.ours = col(o, |s| s.flood_p50_us);
-        row.reference = Some(col(r, |s| s.flood_p50_us));
         rows.push(row);
         // The calibration: what a one-thread blocking relay achieves here (ours column).
         for (what, unit, better, f) in [
@@ -496,13 +521,14 @@ fn run(cli: Cli) -> Result<(), String> {
         eprintln!("tool turn (8 parallel calls)");
         let sides = figures::tool_turn(&ctx)?;
         let (o, r) = (&sides[0], &sides[1]);
-        let mut row = Row::new(
+        let mut row = sided(
             "tool turn: 8 parallel calls (read×2, grep×2, find, ls, bash×2), tool-call message → next request",
             "ms",
             Better::Lower,
+            o,
+            r,
+            |t| t.ms,
         );
-        row.ours = col(o, |t| t.ms);
-        row.reference = Some(col(r, |t| t.ms));
         notes(&mut row, o, Some(r));
         if let Some(ratio) = row.ratio() {
             row.target = Some(("≥ 8× faster".into(), ratio > 0.0 && 1.0 / ratio >= 8.0));
@@ -510,13 +536,14 @@ fn run(cli: Cli) -> Result<(), String> {
         rows.push(row);
         // Where the turn's time goes: the tools run in parallel, so the slowest one's own
         // time is the part no agent overhead explains.
-        let mut row = Row::new(
+        let row = sided(
             "… the turn's slowest tool (its `durationMs`)",
             "ms",
             Better::Lower,
+            o,
+            r,
+            |t| t.slowest_tool_ms,
         );
-        row.ours = col(o, |t| t.slowest_tool_ms);
-        row.reference = Some(col(r, |t| t.slowest_tool_ms));
         rows.push(row);
     }
 
