@@ -185,7 +185,7 @@ impl Output {
     /// Ends before the request was made (missing key, bad tool declaration): Pi's setup-error
     /// message, with `errorMessage` before `timestamp` and no stream `Start`.
     pub async fn setup_fail(mut self, text: String) {
-        let ev = crate::request::setup_error_message(&self.msg, text, self.started);
+        let ev = setup_error_message(&self.msg, text, self.started);
         self.emit(ev).await;
     }
 
@@ -213,4 +213,24 @@ impl Output {
         let message = self.finalize();
         self.emit(StreamEvent::Error { message }).await;
     }
+}
+
+/// [`crate::request::setup_error`] for a message already addressed (api, provider, model, timestamp).
+pub fn setup_error_message(base: &AssistantMessage, text: String, started: Instant) -> StreamEvent {
+    let mut msg = AssistantMessage::new(
+        base.api.clone(),
+        base.provider.clone(),
+        base.model.clone(),
+        StopReason::Error,
+        base.timestamp,
+    );
+    msg.error_message = Some(text);
+    msg.duration_ms = Some(started.elapsed().as_millis() as u64);
+    let mut order: Vec<String> = AssistantMessage::FAILURE_ORDER
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    order.push("durationMs".into());
+    msg.rest.set_order(KeyOrder::Recorded(Arc::from(order)));
+    StreamEvent::Error { message: msg }
 }

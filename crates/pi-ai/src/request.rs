@@ -10,10 +10,8 @@ use crate::provider_retry::{self, Next, RetryPolicy};
 use crate::stream::{LlmContext, StreamEvent, StreamOptions};
 use pi_protocol::message::AssistantMessage;
 use pi_protocol::model::Model;
-use pi_protocol::record::KeyOrder;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::usage::StopReason;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Headers as an ordered list; [`Headers::set`] replaces a name case-insensitively.
@@ -86,27 +84,7 @@ pub fn setup_error(model: &Model, text: String, started: Instant, timestamp: u64
         StopReason::Error,
         timestamp,
     );
-    setup_error_message(&msg, text, started)
-}
-
-/// [`setup_error`] for a message already addressed (api, provider, model, timestamp).
-pub fn setup_error_message(base: &AssistantMessage, text: String, started: Instant) -> StreamEvent {
-    let mut msg = AssistantMessage::new(
-        base.api.clone(),
-        base.provider.clone(),
-        base.model.clone(),
-        StopReason::Error,
-        base.timestamp,
-    );
-    msg.error_message = Some(text);
-    msg.duration_ms = Some(started.elapsed().as_millis() as u64);
-    let mut order: Vec<String> = AssistantMessage::FAILURE_ORDER
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    order.push("durationMs".into());
-    msg.rest.set_order(KeyOrder::Recorded(Arc::from(order)));
-    StreamEvent::Error { message: msg }
+    crate::output::setup_error_message(&msg, text, started)
 }
 
 /// Sets adapter headers (session affinity and the like) the request's own headers do not name.

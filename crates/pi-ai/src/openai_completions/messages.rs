@@ -1,12 +1,14 @@
 //! Transcript → Chat Completions `messages` (Pi's `convertMessages` for openai-completions).
 
 use super::compat::Compat;
+use crate::strict_schema::{resolve_strict, tool_parameters};
 use crate::transcript::{ToolSupport, render_system_update, resolve_transcript_tools, system_text};
 use crate::transform::transform_messages;
 use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
 use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::{InputModality, Model};
+use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
 
 const REASONING_FIELDS: [&str; 3] = ["reasoning", "reasoning_content", "reasoning_text"];
@@ -17,6 +19,29 @@ fn obj(pairs: Vec<(&str, Value)>) -> Value {
 
 fn image_url(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
+}
+
+/// Tool declarations; `strict` only when the server supports it.
+pub fn convert_tools(tools: &[Tool], compat: &Compat) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|t| {
+            let strict = resolve_strict(t, compat.supports_strict_mode, None)
+                .ok()
+                .flatten();
+            let mut f = Map::new();
+            f.insert("name".into(), t.name.clone().into());
+            f.insert("description".into(), t.description.clone().into());
+            f.insert(
+                "parameters".into(),
+                tool_parameters(t, strict == Some(true)),
+            );
+            if compat.supports_strict_mode {
+                f.insert("strict".into(), strict.unwrap_or(false).into());
+            }
+            json!({"type": "function", "function": Value::Object(f)})
+        })
+        .collect()
 }
 
 /// Pi's `shortHash` (two 32-bit multiplicative hashes over UTF-16 units, base 36).
@@ -124,10 +149,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage], compat: &Compa
                 if !added.is_empty() {
                     out.push(obj(vec![
                         ("role", "system".into()),
-                        (
-                            "tools",
-                            Value::Array(super::request::convert_tools(&added, compat)),
-                        ),
+                        ("tools", Value::Array(convert_tools(&added, compat))),
                     ]));
                 }
                 let text = if i == 0 {

@@ -1,13 +1,13 @@
 //! The Chat Completions request body, key for key in Pi's order (`buildParams`).
 
 use super::compat::Compat;
-use super::messages::convert_messages;
+use super::messages::{convert_messages, convert_tools};
 use crate::budget::{
     clamp_budget_to_answer_room, resolve_sampling_params, thinking_budget_for_level,
 };
 use crate::cost::{level_map_entry, mapped_level};
 use crate::stream::{CacheRetention, StreamOptions};
-use crate::strict_schema::{resolve_strict, tool_parameters};
+use crate::strict_schema::resolve_strict;
 use crate::transcript::{ToolSupport, resolve_transcript_tools};
 use pi_protocol::compat::{
     CacheControlFormat, ChatTemplateKwargValue, ChatTemplateVarName, MaxTokensField,
@@ -20,29 +20,6 @@ use pi_protocol::record::OrderedMap;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
-
-/// Tool declarations; `strict` only when the server supports it.
-pub fn convert_tools(tools: &[Tool], compat: &Compat) -> Vec<Value> {
-    tools
-        .iter()
-        .map(|t| {
-            let strict = resolve_strict(t, compat.supports_strict_mode, None)
-                .ok()
-                .flatten();
-            let mut f = Map::new();
-            f.insert("name".into(), t.name.clone().into());
-            f.insert("description".into(), t.description.clone().into());
-            f.insert(
-                "parameters".into(),
-                tool_parameters(t, strict == Some(true)),
-            );
-            if compat.supports_strict_mode {
-                f.insert("strict".into(), strict.unwrap_or(false).into());
-            }
-            json!({"type": "function", "function": Value::Object(f)})
-        })
-        .collect()
-}
 
 /// Checks strict requirements up front, as Pi throws while building the request.
 pub fn check_tools(tools: &[Tool], compat: &Compat) -> Result<(), String> {

@@ -2,6 +2,7 @@
 //! exits them; `login` is in [`super::auth_login`]. Credentials are read from and written to
 //! `<agent-dir>/auth.json` under Pi's lock, OAuth tokens refreshed as a request would.
 
+use super::auth_login::{match_provider, printable};
 use pi_registry::oauth;
 use pi_registry::{ModelRegistry, RequestAuth};
 use serde_json::{Map, Value};
@@ -617,30 +618,6 @@ async fn logout(args: &[String]) -> i32 {
         );
     }
     0
-}
-
-/// A provider by id, else by display name (case-insensitive), as Pi's provider matching.
-pub(crate) fn match_provider(registry: &ModelRegistry, reference: &str) -> Option<String> {
-    let ids = registry.provider_ids();
-    if let Some(id) = ids.iter().find(|id| **id == reference) {
-        return Some(id.to_string());
-    }
-    let lower = reference.to_lowercase();
-    ids.iter()
-        .find(|id| {
-            id.to_lowercase() == lower
-                || registry
-                    .provider_name(id)
-                    .is_some_and(|n| n.to_lowercase() == lower)
-        })
-        .map(|id| id.to_string())
-}
-
-/// Control characters shown as `?`-free escapes would be; Pi replaces them.
-pub(crate) fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
-        .collect()
 }
 
 #[cfg(test)]

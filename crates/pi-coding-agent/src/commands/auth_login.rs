@@ -2,7 +2,7 @@
 //! terminal, or signs in with the provider's account flow, and stores the credential in
 //! `auth.json` under Pi's lock. Like Pi it needs an interactive terminal.
 
-use super::auth::{match_provider, printable};
+use pi_registry::ModelRegistry;
 use pi_registry::oauth;
 use pi_registry::oauth::login::{Answer, Choice, Interaction, Notice};
 use serde_json::{Value, json};
@@ -327,4 +327,28 @@ impl Interaction for Terminal {
         crate::settings::file::persist(path, &[update]).ok()?;
         Some(id)
     }
+}
+
+/// A provider by id, else by display name (case-insensitive), as Pi's provider matching.
+pub(crate) fn match_provider(registry: &ModelRegistry, reference: &str) -> Option<String> {
+    let ids = registry.provider_ids();
+    if let Some(id) = ids.iter().find(|id| **id == reference) {
+        return Some(id.to_string());
+    }
+    let lower = reference.to_lowercase();
+    ids.iter()
+        .find(|id| {
+            id.to_lowercase() == lower
+                || registry
+                    .provider_name(id)
+                    .is_some_and(|n| n.to_lowercase() == lower)
+        })
+        .map(|id| id.to_string())
+}
+
+/// Control characters shown as `?`-free escapes would be; Pi replaces them.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect()
 }

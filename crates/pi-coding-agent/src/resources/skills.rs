@@ -11,9 +11,10 @@
 
 use super::frontmatter;
 use super::patterns::IgnoreRules;
-use super::source::{Diagnostic, DiagnosticKind, skill_source_info};
+use super::source::{Diagnostic, DiagnosticKind, Metadata};
 use crate::settings::paths::{canonicalize_or_self, is_path_within, resolve_path_trimmed};
 use pi_protocol::results::SourceInfo;
+use pi_protocol::results::SourceScope;
 use std::path::{Path, PathBuf};
 
 /// Longest valid name (Agent Skills specification).
@@ -206,6 +207,16 @@ fn load_dir(
             out.push(skill);
         }
     }
+}
+
+/// The default source info of a skill file (Pi's `createSkillSourceInfo`).
+pub fn skill_source_info(path: &Path, base_dir: &Path, origin: SkillOrigin) -> SourceInfo {
+    let scope = match origin {
+        SkillOrigin::User => SourceScope::User,
+        SkillOrigin::Project => SourceScope::Project,
+        SkillOrigin::Path => SourceScope::Temporary,
+    };
+    Metadata::new("local", scope, Some(base_dir)).source_info(path)
 }
 
 /// Loads one skill file; `None` (with the reasons in `diagnostics`) when it is not a skill.

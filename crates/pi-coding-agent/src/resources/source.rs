@@ -5,7 +5,6 @@
 //! the standard folders, `local` for settings entries); resources found only through a CLI flag
 //! keep the default their loader made (`local`, scope from the folder, `temporary` otherwise).
 
-use super::skills::SkillOrigin;
 use pi_protocol::results::{SourceInfo, SourceOrigin, SourceScope};
 use std::path::{Path, PathBuf};
 
@@ -78,16 +77,6 @@ impl Metadata {
                 .map(|d| d.to_string_lossy().into_owned()),
         }
     }
-}
-
-/// The default source info of a skill file (Pi's `createSkillSourceInfo`).
-pub fn skill_source_info(path: &Path, base_dir: &Path, origin: SkillOrigin) -> SourceInfo {
-    let scope = match origin {
-        SkillOrigin::User => SourceScope::User,
-        SkillOrigin::Project => SourceScope::Project,
-        SkillOrigin::Path => SourceScope::Temporary,
-    };
-    Metadata::new("local", scope, Some(base_dir)).source_info(path)
 }
 
 /// Kinds of resource diagnostics (Pi's `ResourceDiagnostic.type`).
