@@ -2,7 +2,7 @@
 //! and thinking-level changes, context edits, renames). Bookkeeping entries (labels, extension
 //! state, usage records) render as nothing; labels show on the entry they name instead.
 
-use crate::escape::push_escaped;
+use crate::escape::{push_escaped, push_notes};
 use crate::markdown::render_markdown;
 use crate::parts::{blocks_text, pretty_json, push_images, push_output, push_time};
 use crate::system::push_system;
@@ -239,14 +239,6 @@ fn push_message(
             push_output(out, &pretty_json(&Value::Object(map.clone())), "json");
             out.push_str("</details>\n</article>\n");
         }
-    }
-}
-
-pub fn push_notes(out: &mut String, notes: &[String]) {
-    for note in notes {
-        out.push_str("<p class=\"note-line\">");
-        push_escaped(out, note);
-        out.push_str("</p>\n");
     }
 }
 

@@ -21,6 +21,15 @@ pub fn push_escaped(out: &mut String, text: &str) {
     out.push_str(&text[start..]);
 }
 
+/// Note lines (`<p class="note-line">`), each escaped.
+pub fn push_notes(out: &mut String, notes: &[String]) {
+    for note in notes {
+        out.push_str("<p class=\"note-line\">");
+        push_escaped(out, note);
+        out.push_str("</p>\n");
+    }
+}
+
 /// `text` escaped as by [`push_escaped`].
 pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);

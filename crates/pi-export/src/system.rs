@@ -1,8 +1,7 @@
 //! System messages: the leading one holds the whole prompt and tool list; later ones patch
 //! sections and tools, and are shown as updates naming what changed (as Pi's page does).
 
-use crate::entry::push_notes;
-use crate::escape::push_escaped;
+use crate::escape::{push_escaped, push_notes};
 use pi_protocol::content::StringOrBlocks;
 use pi_protocol::message::SystemMessage;
 use pi_protocol::tool::Tool;
