@@ -124,6 +124,12 @@ impl Host {
         *lock(&self.shared.delegate) = Some(delegate);
     }
 
+    /// Forgets the delegate: calls the host still makes are answered "not ready", and its end
+    /// is reported to no one (a host being replaced).
+    pub fn detach(&self) {
+        *lock(&self.shared.delegate) = None;
+    }
+
     /// The process group of the host (Node and whatever extensions start without detaching).
     pub fn pgid(&self) -> Option<i32> {
         self.shared.pgid

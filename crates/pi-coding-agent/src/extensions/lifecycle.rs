@@ -1,7 +1,7 @@
 //! The extensions' view of the session's life: bound once the runtime exists
 //! (`session_start`, `resources_discover`), told when pi quits (`session_shutdown`).
 
-use super::HostDelegate;
+use super::delegate::HostDelegate;
 use crate::runtime::{Runtime, lock};
 use serde_json::json;
 

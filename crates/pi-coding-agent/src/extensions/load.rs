@@ -115,7 +115,7 @@ pub async fn project_trust_pass(
     let Ok(host) = start_host(cwd) else {
         return pass;
     };
-    host.set_delegate(super::HostDelegate::loading());
+    host.set_delegate(super::delegate::HostDelegate::loading());
     let mut params = init_params(sources, args, cwd, agent_dir);
     params.insert("flagValues".into(), json!(unknown_flag_values(args)));
     params.insert("preTrust".into(), json!(true));
@@ -177,7 +177,9 @@ pub async fn load_extensions(
     let extending = pre_trust.is_some();
     let started = match pre_trust {
         Some(host) => Ok(host),
-        None => start_host(cwd).inspect(|h| h.set_delegate(super::HostDelegate::loading())),
+        None => {
+            start_host(cwd).inspect(|h| h.set_delegate(super::delegate::HostDelegate::loading()))
+        }
     };
     let host = match started {
         Ok(host) => host,

@@ -34,7 +34,6 @@ pub use load::{LoadReport, ProjectTrustPass, load_extensions, needs_hint, projec
 pub use registry::{ExtCommand, ExtFlag, ExtTool, Registrations};
 pub(crate) use tools::ExtensionTool;
 
-pub(crate) use delegate::HostDelegate;
 pub(crate) use partial::PartialAssistant;
 pub use prompt::{BeforeAgentStart, InputOutcome, StartTrigger};
 
@@ -129,7 +128,7 @@ impl Extensions {
     pub(crate) fn replace_host(&self, host: Host) {
         if let Some(old) = lock(&self.host).replace(host.clone()) {
             // Its end is no news: nothing reports it or marks the extensions gone.
-            old.set_delegate(HostDelegate::loading());
+            old.detach();
             old.kill();
         }
         self.gone.store(false, Ordering::SeqCst);
