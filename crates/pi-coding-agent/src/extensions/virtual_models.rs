@@ -76,6 +76,18 @@ impl Core {
             })
     }
 
+    /// [`Self::route_virtual`] for a request outside the agent loop (compaction, branch
+    /// summaries).
+    pub(crate) async fn route_virtual_direct(
+        &self,
+        model: &Model,
+        reasoning: Option<ThinkingLevel>,
+        context: &[pi_protocol::SharedMessage],
+    ) -> Result<(Model, Option<ThinkingLevel>), String> {
+        self.route_virtual(model, reasoning, context, RouteReason::Direct)
+            .await
+    }
+
     /// Routes one request for the virtual `model`: the physical model and thinking level, or
     /// the text the response fails with.
     pub(crate) async fn route_virtual(

@@ -615,12 +615,7 @@ impl Core {
         let messages = self.agent().map(|a| a.messages()).unwrap_or_default();
         let reasoning = (level != ThinkingLevel::Off).then_some(level);
         let (routed, reasoning) = self
-            .route_virtual(
-                &model,
-                reasoning,
-                &messages,
-                crate::extensions::virtual_models::RouteReason::Direct,
-            )
+            .route_virtual_direct(&model, reasoning, &messages)
             .await?;
         Ok((routed, reasoning.unwrap_or(ThinkingLevel::Off)))
     }
