@@ -38,6 +38,7 @@ pub mod prompt;
 pub mod protocol;
 mod provider;
 pub mod shots;
+pub mod turn;
 
 pub use catalog::{
     API, DEFAULT_MODEL_FILE, DEFAULT_MODEL_ID, PROVIDER, builtin_model, default_model, is_runnable,

@@ -10,7 +10,7 @@
 //! decision (`samplingParams.toolThreshold`, default 0.05) separates. Larger models can do
 //! without: `samplingParams.toolExamples: false`.
 
-use crate::prompt::{Role, Turn, render_call};
+use crate::turn::{Role, Turn, render_call};
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
 
