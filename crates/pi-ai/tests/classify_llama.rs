@@ -95,6 +95,15 @@ impl Server {
         self.state.lock().unwrap().seen.clone()
     }
 
+    /// The `n_probs` of each `/completion` request, in order (how deep each readout went).
+    fn completion_depths(&self) -> Vec<Value> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.path == "/completion")
+            .map(|s| s.body["n_probs"].clone())
+            .collect()
+    }
+
     fn paths(&self) -> Vec<String> {
         self.seen().into_iter().map(|s| s.path).collect()
     }
@@ -314,12 +323,7 @@ async fn a_missing_label_is_read_again_deeper_then_reported() {
         r["answers"]["q"]["probabilities"],
         json!({"a": 0.5, "b": 0.5})
     );
-    let depths: Vec<Value> = server
-        .seen()
-        .iter()
-        .filter(|s| s.path == "/completion")
-        .map(|s| s.body["n_probs"].clone())
-        .collect();
+    let depths = server.completion_depths();
     assert_eq!(depths, vec![json!(256), json!(4096)]);
 
     let server = Server::start().await;
@@ -333,12 +337,7 @@ async fn a_missing_label_is_read_again_deeper_then_reported() {
         r["errorMessage"],
         "llama.cpp did not rank labels B for q within the top 32768 tokens"
     );
-    let depths: Vec<Value> = server
-        .seen()
-        .iter()
-        .filter(|s| s.path == "/completion")
-        .map(|s| s.body["n_probs"].clone())
-        .collect();
+    let depths = server.completion_depths();
     assert_eq!(depths, vec![json!(256), json!(4096), json!(32768)]);
 }
 

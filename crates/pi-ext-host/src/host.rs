@@ -195,20 +195,7 @@ impl Host {
     /// delegate is not told the host went away: a quitting pi must not report the closed
     /// channel as an extension error (on a slow machine the report raced the exit).
     pub fn kill(&self) {
-        {
-            let mut gone = lock(&self.shared.gone);
-            if gone.is_none() {
-                *gone = Some("the extension host was stopped".into());
-            }
-        }
-        self.shared.alive.store(false, Ordering::SeqCst);
-        let pending: Vec<_> = lock(&self.shared.pending).drain().collect();
-        for (_, tx) in pending {
-            let _ = tx.send(Err(HostError::Gone(self.gone_reason())));
-        }
-        if let Some(pgid) = self.shared.pgid {
-            kill_group(pgid);
-        }
+        end(&self.shared, "the extension host was stopped".into(), false);
     }
 }
 
@@ -250,8 +237,14 @@ async fn wait_loop(shared: Arc<Shared>, mut child: Child) {
     mark_gone(&shared, format!("the extension host {reason}"));
 }
 
-/// Marks the host dead once: pending requests fail, the delegate hears about it.
+/// The host died on its own: [`end`], and the delegate hears about it.
 fn mark_gone(shared: &Arc<Shared>, reason: String) {
+    end(shared, reason, true);
+}
+
+/// Marks the host dead once: pending requests fail, its process group is killed, and the
+/// delegate hears about it when `report` (not when pi ended it itself).
+fn end(shared: &Arc<Shared>, reason: String, report: bool) {
     {
         let mut gone = lock(&shared.gone);
         if gone.is_some() {
@@ -267,6 +260,9 @@ fn mark_gone(shared: &Arc<Shared>, reason: String) {
     }
     if let Some(pgid) = shared.pgid {
         kill_group(pgid);
+    }
+    if !report {
+        return;
     }
     let delegate = lock(&shared.delegate).clone();
     if let Some(d) = delegate {
