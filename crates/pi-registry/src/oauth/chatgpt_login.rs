@@ -7,7 +7,7 @@
 use super::login::{Interaction, Notice, pkce, random_b64url};
 use super::refresh::{CHATGPT_RESOURCE, chatgpt_credential, chatgpt_token_request};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const AUTHORIZE_URL: &str = "https://auth.openai.com/api/accounts/authorize";
 const DYNAMIC_CLIENT_ID: &str = "dynamic_agent_client";
@@ -102,9 +102,7 @@ async fn serve_callback(
 ) -> Result<Authorization, String> {
     loop {
         let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 8192];
-        let n = sock.read(&mut buf).await.unwrap_or(0);
-        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let head = super::login::read_request_head(&mut sock).await;
         let target = head.split(' ').nth(1).unwrap_or("/").to_string();
         let (path, query) = target.split_once('?').unwrap_or((&target, ""));
         let query = params(query);

@@ -203,9 +203,7 @@ async fn callback_server_at(
     let task = tokio::spawn(async move {
         let mut tx = Some(tx);
         while let Ok((mut sock, _)) = listener.accept().await {
-            let mut buf = vec![0u8; 8192];
-            let n = sock.read(&mut buf).await.unwrap_or(0);
-            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let head = read_request_head(&mut sock).await;
             let target = head.split(' ').nth(1).unwrap_or("/");
             let (p, q) = target.split_once('?').unwrap_or((target, ""));
             let param = |name: &str| {
@@ -266,6 +264,23 @@ async fn callback_server_at(
         code: rx,
         task,
     })
+}
+
+/// The head of a browser's request to a callback server (up to its blank line, at most
+/// 8 KiB): a request that arrives in several pieces is read whole before it is answered.
+pub(crate) async fn read_request_head(sock: &mut tokio::net::TcpStream) -> String {
+    let mut buf = vec![0u8; 8192];
+    let mut n = 0;
+    while n < buf.len() {
+        match sock.read(&mut buf[n..]).await {
+            Ok(0) | Err(_) => break,
+            Ok(got) => n += got,
+        }
+        if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
 enum Got {
@@ -1236,6 +1251,24 @@ async fn openrouter(ui: &mut dyn Interaction) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_callback_request_in_pieces_is_read_whole() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let browser = tokio::spawn(async move {
+            let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+            for piece in ["GET /cb", "?code=c&state=s HTTP/1.1\r\n", "host: x\r\n\r\n"] {
+                conn.write_all(piece.as_bytes()).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            conn
+        });
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let head = read_request_head(&mut sock).await;
+        assert_eq!(head, "GET /cb?code=c&state=s HTTP/1.1\r\nhost: x\r\n\r\n");
+        drop(browser.await.unwrap());
+    }
 
     #[test]
     fn pasted_input_gives_code_and_state() {

@@ -7,7 +7,7 @@ use super::endpoint;
 use super::login::{Interaction, Notice, pkce, random_b64url};
 use super::refresh::{self, Reply, form, get, post};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const CLIENT_ID: &str = "pi-gateway";
 const SCOPE: &str = "gateway offline_access";
@@ -138,9 +138,7 @@ pub(crate) async fn browser(gateway: &str, ui: &mut dyn Interaction) -> Result<V
     let token_url = endpoint(&format!("{base}/v1/oauth/token"));
     loop {
         let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 8192];
-        let n = sock.read(&mut buf).await.unwrap_or(0);
-        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let head = super::login::read_request_head(&mut sock).await;
         let mut words = head.split(' ');
         let method = words.next().unwrap_or("");
         let target = words.next().unwrap_or("/");
