@@ -29,6 +29,7 @@ mod id_index;
 pub mod ids;
 mod lenient;
 pub mod listing;
+mod mapped;
 mod message_line;
 mod migrate;
 pub mod paths;

@@ -184,7 +184,7 @@ impl SessionStore {
         if needs_newline {
             terminate_last_line(&path)?;
         }
-        let mut file = SessionFile::existing(path)?;
+        let mut file = SessionFile::existing(path);
         self.entries = match body {
             Body::Current(entries) => entries,
             Body::Legacy(mut maps) => {

@@ -41,8 +41,11 @@ pub(crate) fn write_entries(w: &mut dyn Write, entries: &[SessionEntry]) -> io::
 #[derive(Debug)]
 pub(crate) struct SessionFile {
     path: PathBuf,
-    /// Open append handle once the file exists.
+    /// Open append handle once something was appended or the file was created.
     handle: Option<File>,
+    /// The file was there when loaded (it is opened for appending only at the first append:
+    /// opening it for writing would break the read lease of a mapped session, see `mapped`).
+    loaded: bool,
     /// Bytes in the file, as far as this writer knows (the truncation point after a failure).
     len: u64,
 }
@@ -53,15 +56,17 @@ impl SessionFile {
         SessionFile {
             path,
             handle: None,
+            loaded: false,
             len: 0,
         }
     }
 
     /// An existing file that new entries are appended to.
-    pub(crate) fn existing(path: PathBuf) -> Result<SessionFile> {
-        let mut f = SessionFile::pending(path);
-        f.open_append()?;
-        Ok(f)
+    pub(crate) fn existing(path: PathBuf) -> SessionFile {
+        SessionFile {
+            loaded: true,
+            ..SessionFile::pending(path)
+        }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -70,7 +75,7 @@ impl SessionFile {
 
     /// Whether the file has been written (or was loaded).
     pub(crate) fn is_flushed(&self) -> bool {
-        self.handle.is_some()
+        self.loaded || self.handle.is_some()
     }
 
     fn open_append(&mut self) -> Result<()> {
@@ -257,7 +262,7 @@ mod tests {
         let p = dir.path().join("a.jsonl");
         let mut a = SessionFile::pending(p.clone());
         a.create(b"h\n", |_| Ok(())).unwrap();
-        let mut b = SessionFile::existing(p.clone()).unwrap();
+        let mut b = SessionFile::existing(p.clone());
         a.append(b"a1\n").unwrap();
         b.append(b"b1\n").unwrap();
         a.append(b"a2\n").unwrap();
