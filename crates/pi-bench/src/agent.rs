@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,39 @@ pub struct Agent {
 }
 
 pub type Res<T> = Result<T, String>;
+
+/// Line buffers that readers hand on to later readers. A reader that grew a fresh buffer to a
+/// 100 MB response would take ~25,000 page faults (~50 ms on this VM) before the line is
+/// whole, for every agent alike: client cost that is not the agent's. So the session figures
+/// warm buffers once ([`warm_line_buffers`]) and every reader reads into one of them.
+static LINE_BUFFERS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// Buffers larger than this are not kept (the 1 GB session's would pin gigabytes).
+const KEPT_BUFFER_MAX: usize = 256 << 20;
+
+/// Keeps `count` line buffers of `bytes` each, every page written once.
+pub fn warm_line_buffers(bytes: usize, count: usize) {
+    let mut pool = LINE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+    while pool.len() < count {
+        let mut b = vec![1u8; bytes];
+        b.clear();
+        pool.push(b);
+    }
+}
+
+fn take_line_buffer() -> Vec<u8> {
+    let mut pool = LINE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+    pool.pop().unwrap_or_else(|| Vec::with_capacity(1 << 12))
+}
+
+fn give_back_line_buffer(buf: Vec<u8>) {
+    if buf.capacity() > 1 << 20 && buf.capacity() <= KEPT_BUFFER_MAX {
+        let mut pool = LINE_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < 4 {
+            pool.push(buf);
+        }
+    }
+}
 
 /// A fresh sandbox (home/, agent/, work/, tmp/ under the system temp dir, removed on drop)
 /// with the two mock providers of the spec in `agent/models.json`.
@@ -82,27 +116,23 @@ impl Agent {
         std::thread::Builder::new()
             .name(format!("stdout-{pid}"))
             .spawn(move || {
-                let mut reader = BufReader::with_capacity(1 << 16, stdout);
-                let mut buf = Vec::with_capacity(1 << 12);
+                let mut reader = BufReader::with_capacity(1 << 20, stdout);
+                let mut buf = take_line_buffer();
                 loop {
                     buf.clear();
                     match reader.read_until(b'\n', &mut buf) {
-                        Ok(0) | Err(_) => return,
+                        Ok(0) | Err(_) => break,
                         Ok(_) => {
                             let at = Instant::now();
-                            if buf.last() == Some(&b'\n') {
-                                buf.pop();
-                            }
-                            let text = match String::from_utf8(std::mem::take(&mut buf)) {
-                                Ok(s) => s,
-                                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                            };
+                            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+                            let text = String::from_utf8_lossy(line).into_owned();
                             if tx.send(Line { at, text }).is_err() {
-                                return;
+                                break;
                             }
                         }
                     }
                 }
+                give_back_line_buffer(buf);
             })
             .map_err(|e| e.to_string())?;
         Ok(Agent {

@@ -755,6 +755,8 @@ pub fn session_open(ctx: &Ctx) -> Res<Sessions> {
     let min = (data.bytes / 2) as usize;
     let answer = data.file.with_file_name("floor-answer.jsonl");
     crate::session_floor::prepare(&data.file, &answer)?;
+    // Responses (messages, tree) are up to ~1.1× the file; one buffer per reader alive at once.
+    crate::agent::warm_line_buffers(data.bytes as usize * 5 / 4, 2);
     let floor = floor_target(ctx, crate::session_floor::ENV, answer.display().to_string());
     let targets = [&ctx.ours, &ctx.reference, &floor];
     let floor_tree = || Err("not measured".to_string());
