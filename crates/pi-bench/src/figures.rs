@@ -484,12 +484,28 @@ pub(crate) fn two_turns(
     args: &[&str],
     calls: &dyn Fn(usize) -> Vec<Step>,
 ) -> Res<(f64, Vec<String>)> {
+    let (ms, mut ends) = turns(ctx, t, sb, cwd, args, calls, 2)?;
+    Ok((ms, ends.pop().unwrap_or_default()))
+}
+
+/// `count` prompts in one agent process, each answered by a tool-call message (`calls(turn)`)
+/// and then a text. Returns the last turn's time (end of the tool-call response body → the
+/// next request's arrival) and the `tool_execution_end` records of every turn after the first.
+pub(crate) fn turns(
+    ctx: &Ctx,
+    t: &Target,
+    sb: &pi_test_support::conformance::sandbox::Sandbox,
+    cwd: &Path,
+    args: &[&str],
+    calls: &dyn Fn(usize) -> Vec<Step>,
+    count: usize,
+) -> Res<(f64, Vec<Vec<String>>)> {
     let mut agent = Agent::spawn(t, sb, cwd, args)?;
     let r = (|| {
         agent.send(r#"{"id":"ready","type":"get_state"}"#)?;
         agent.response("ready", Duration::from_secs(30))?;
         let (etx, erx) = channel();
-        for turn in 0..2 {
+        for turn in 0..count {
             let reply = Reply::stream(calls(turn));
             let etx = etx.clone();
             let n = 2 * turn + 1;
@@ -504,18 +520,22 @@ pub(crate) fn two_turns(
         }
         let mut ends = Vec::new();
         let mut results = Vec::new();
-        for turn in 0..2 {
+        for turn in 0..count {
             agent.send(&format!(
                 r#"{{"id":"t{turn}","type":"prompt","message":"run the tools"}}"#
             ))?;
             let deadline = Instant::now() + Duration::from_secs(120);
+            let mut these = Vec::new();
             loop {
                 let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
-                if turn == 1 && line.text.starts_with("{\"type\":\"tool_execution_end\"") {
-                    results.push(line.text);
+                if turn > 0 && line.text.starts_with("{\"type\":\"tool_execution_end\"") {
+                    these.push(line.text);
                 } else if is_settled(&line.text) {
                     break;
                 }
+            }
+            if turn > 0 {
+                results.push(these);
             }
             ends.push(
                 erx.recv_timeout(Duration::from_secs(1))
@@ -523,10 +543,11 @@ pub(crate) fn two_turns(
             );
         }
         let mut arrivals = Vec::new();
-        for _ in 0..4 {
+        for _ in 0..2 * count {
             arrivals.push(ctx.mock.arrival(Duration::from_secs(1))?.2);
         }
-        Ok((ms(arrivals[3].saturating_duration_since(ends[1])), results))
+        let last = arrivals[2 * count - 1].saturating_duration_since(ends[count - 1]);
+        Ok((ms(last), results))
     })();
     agent.stop();
     r
@@ -581,6 +602,54 @@ fn errors_in(results: &[String]) -> usize {
 pub struct ToolTurn {
     pub ms: f64,
     pub slowest_tool_ms: f64,
+    /// The same 8 calls one per turn: the sum of their `durationMs`.
+    pub alone_sum_ms: f64,
+}
+
+/// The sum of the `durationMs` of `results`.
+fn duration_sum(results: &[String]) -> f64 {
+    results
+        .iter()
+        .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .filter_map(|v| v["durationMs"].as_f64())
+        .sum()
+}
+
+/// The tool turn's 8 calls one per turn, after a warm-up turn of all 8, in one process: the
+/// sum of their `durationMs` is the tools' own work when they do not share the two cores.
+fn tools_one_at_a_time(ctx: &Ctx, t: &Target, cwd: &Path) -> Res<f64> {
+    ctx.mock.reset();
+    let sb = sandbox(ctx.mock.port)?;
+    let mut args = vec!["--no-session"];
+    args.extend(MODEL_ARGS);
+    args.extend(["--tools", ALL_TOOLS]);
+    let calls = |turn: usize| {
+        let mut all = eight_calls(turn);
+        if turn == 0 {
+            all
+        } else {
+            vec![all.swap_remove(turn - 1)]
+        }
+    };
+    let (_, results) = turns(ctx, t, &sb, cwd, &args, &calls, 9)?;
+    let all: Vec<String> = results.into_iter().flatten().collect();
+    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
+        for r in &all {
+            let v: serde_json::Value = serde_json::from_str(r).unwrap_or_default();
+            eprintln!(
+                "    {} alone {}: durationMs {}",
+                t.key, v["toolName"], v["durationMs"]
+            );
+        }
+    }
+    if all.len() != 8 || errors_in(&all) > 0 {
+        return Err(format!(
+            "one at a time: {} tool results, {} errors",
+            all.len(),
+            errors_in(&all)
+        ));
+    }
+    Ok(duration_sum(&all))
 }
 
 pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
@@ -620,6 +689,7 @@ pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
             Ok(ToolTurn {
                 ms,
                 slowest_tool_ms,
+                alone_sum_ms: tools_one_at_a_time(ctx, t, &tree)?,
             })
         },
     ))

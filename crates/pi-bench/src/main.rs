@@ -545,6 +545,17 @@ fn run(cli: Cli) -> Result<(), String> {
             |t| t.slowest_tool_ms,
         );
         rows.push(row);
+        // The tools' work without the sharing: on two cores no parallel turn can take less
+        // than half of it, whatever the agent does around the tools.
+        let row = sided(
+            "… the same 8 calls one per turn (tools not sharing the 2 cores): sum of their `durationMs`",
+            "ms",
+            Better::Lower,
+            o,
+            r,
+            |t| t.alone_sum_ms,
+        );
+        rows.push(row);
     }
 
     if want("listing") {
