@@ -51,17 +51,21 @@ impl Runtime {
             .branch_entries(None)
             .iter()
             .any(|e| matches!(e, SessionEntry::ThinkingLevelChange(_)));
-        let state = {
+        // One context for the model state and the messages: what `record_initial_selection`
+        // appends (model and thinking changes) adds no message.
+        let (state, messages) = {
             let ctx = store.build_context();
-            SessionModelState {
+            let state = SessionModelState {
                 has_messages: !ctx.messages.is_empty(),
                 model: ctx
                     .model
                     .as_ref()
                     .map(|m| (m.provider.clone(), m.model_id.clone())),
                 thinking_level: has_thinking_entry.then(|| ctx.thinking_level.clone()),
-            }
+            };
+            (state, ctx.into_owned_messages())
         };
+        let existing = state.has_messages;
         // The CLI's model request against the new session's settings, as Pi's new runtime
         // makes it.
         let mut request = super::startup::startup_request(&self.core.args, &self.core.settings());
@@ -71,9 +75,8 @@ impl Runtime {
         for d in &selection.diagnostics {
             eprintln!("{}", d.message);
         }
-        record_initial_selection(&mut store, &selection, has_thinking_entry);
+        record_initial_selection(&mut store, &selection, has_thinking_entry, existing);
         let model = selection.model_or_placeholder();
-        let messages = store.build_context().into_owned_messages();
         self.core.tool_session.update(|info| {
             info.session_id = Some(store.session_id().to_string());
             info.session_file = store.session_file().map(Path::to_path_buf);

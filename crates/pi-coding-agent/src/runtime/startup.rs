@@ -235,8 +235,8 @@ pub(super) fn record_initial_selection(
     session: &mut SessionStore,
     selection: &pi_registry::StartupSelection,
     has_thinking_entry: bool,
+    existing: bool,
 ) {
-    let existing = !session.build_context().messages.is_empty();
     let level = selection.thinking_level.as_str();
     let result = if existing {
         if has_thinking_entry {
@@ -512,6 +512,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         (ctx.into_owned_messages(), state)
     };
 
+    let existing = session_model.has_messages;
     let startup_request = startup_request(args, &s);
     let selection = registry.select_startup(&StartupRequest {
         session: session_model,
@@ -534,7 +535,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
     if fatal {
         return Err(StartupError::Reported);
     }
-    record_initial_selection(&mut session, &selection, has_thinking_entry);
+    record_initial_selection(&mut session, &selection, has_thinking_entry, existing);
     Ok(Loaded {
         res,
         extensions,
