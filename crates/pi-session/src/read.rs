@@ -6,7 +6,8 @@
 //! does not end with `\n` is reported so the caller can terminate its last line, which turns a
 //! torn tail into one skipped line instead of a corrupt next entry.
 //!
-//! The file is read in blocks of whole lines; the blocks of a current-version file are parsed on
+//! The file is read (or, when large, mapped: [`crate::mapped`]) in blocks of whole lines; the
+//! blocks of a current-version file are parsed on
 //! worker threads and reassembled in order, with only a few blocks in flight. `message` lines
 //! in Pi's own form keep their message as text inside the block they were read into
 //! ([`crate::message_line`]), so those blocks stay for the life of the session and take the
