@@ -7,8 +7,8 @@
 //! torn tail into one skipped line instead of a corrupt next entry.
 //!
 //! The file is read (or, when large, mapped: [`crate::mapped`]) in blocks of whole lines; the
-//! blocks of a current-version file are parsed on
-//! worker threads and reassembled in order, with only a few blocks in flight. `message` lines
+//! blocks of a current-version file are parsed on worker threads and reassembled in order, with
+//! only a few blocks in flight. `message` lines
 //! in Pi's own form keep their message as text inside the block they were read into
 //! ([`crate::message_line`]), so those blocks stay for the life of the session and take the
 //! place of the parsed messages; a block nothing refers to is freed once parsed.
