@@ -8,10 +8,10 @@
 //!
 //! The file is read (or, when large, mapped: [`crate::mapped`]) in blocks of whole lines; the
 //! blocks of a current-version file are parsed on worker threads and reassembled in order, with
-//! only a few blocks in flight. `message` lines
-//! in Pi's own form keep their message as text inside the block they were read into
-//! ([`crate::message_line`]), so those blocks stay for the life of the session and take the
-//! place of the parsed messages; a block nothing refers to is freed once parsed.
+//! only a few blocks in flight. `message` lines in Pi's own form keep their message as text
+//! inside the block they were read into ([`crate::message_line`]), so those blocks stay for the
+//! life of the session and take the place of the parsed messages; a block nothing refers to is
+//! freed once parsed.
 
 use crate::blocks::Blocks;
 use crate::canonical::Checker;
