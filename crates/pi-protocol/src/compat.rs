@@ -4,7 +4,7 @@
 //! `models.json` every API's keys are accepted (`ProviderCompat`). [`ModelCompat`] is that union,
 //! every key optional. Its key order is whatever the configuration or catalog used.
 
-use crate::model::ModelCost;
+use crate::cost::ModelCost;
 use crate::num::StringOrNumber;
 use crate::record::{OrderedMap, record};
 use serde::{Deserialize, Serialize};

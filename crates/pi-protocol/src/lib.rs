@@ -6,6 +6,7 @@ pub mod assistant_event;
 pub mod command;
 pub mod compat;
 pub mod content;
+pub mod cost;
 pub mod event;
 pub mod extension_ui;
 pub mod message;

@@ -5,6 +5,7 @@
 //! key order below, while catalog models keep the order of their catalog JSON.
 
 use crate::compat::ModelCompat;
+pub use crate::cost::{ModelCost, ModelCostTier};
 use crate::record::{OrderedMap, Rest, record};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -15,29 +16,6 @@ use serde_json::{Map, Value};
 pub enum InputModality {
     Text,
     Image,
-}
-
-record! {
-    /// Price per million tokens above an input-size threshold.
-    pub struct ModelCostTier {
-        req input: f64 = "input";
-        req output: f64 = "output";
-        req cache_read: f64 = "cacheRead";
-        req cache_write: f64 = "cacheWrite";
-        req input_tokens_above: u64 = "inputTokensAbove" via crate::num::de_u64;
-    }
-}
-
-record! {
-    /// Price in dollars per million tokens, optionally tiered by input size.
-    #[derive(Default)]
-    pub struct ModelCost {
-        req input: f64 = "input";
-        req output: f64 = "output";
-        req cache_read: f64 = "cacheRead";
-        req cache_write: f64 = "cacheWrite";
-        opt tiers: Vec<ModelCostTier> = "tiers";
-    }
 }
 
 record! {
