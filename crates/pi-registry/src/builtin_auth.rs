@@ -172,7 +172,7 @@ pub(crate) const LLAMA_AUTH: BuiltinAuth = BuiltinAuth {
 /// Configured when a server is named (stored credential, else `LLAMA_BASE_URL`); the key is the
 /// stored one, else `LLAMA_API_KEY`, else `local`; the server travels as `env.LLAMA_BASE_URL`.
 fn resolve_llama(credential: Option<&KeyCredential>, env: &Env) -> Option<Resolved> {
-    let server = crate::llama::server_url(
+    let server = crate::llama_url::server_url(
         cred_env(credential, "LLAMA_BASE_URL"),
         env.get("LLAMA_BASE_URL"),
     )?;

@@ -40,6 +40,7 @@ mod headers;
 mod jsonc;
 mod list;
 pub mod llama;
+mod llama_url;
 mod local;
 mod messages;
 mod model_registry;

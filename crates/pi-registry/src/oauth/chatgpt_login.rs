@@ -4,8 +4,8 @@
 //! pasted redirect URL, and a token whose grant must include direct token use. The agent host is
 //! named by this installation's device id.
 
-use super::login::{Interaction, Notice, pkce, random_b64url};
 use super::refresh::{CHATGPT_RESOURCE, chatgpt_credential, chatgpt_token_request};
+use super::sign_in::{Interaction, Notice, pkce, random_b64url};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
@@ -32,8 +32,8 @@ fn params(query: &str) -> Vec<(String, String)> {
         .map(|kv| {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             (
-                super::login::percent_decode(&k.replace('+', " ")),
-                super::login::percent_decode(&v.replace('+', " ")),
+                super::sign_in::percent_decode(&k.replace('+', " ")),
+                super::sign_in::percent_decode(&v.replace('+', " ")),
             )
         })
         .collect()
@@ -102,7 +102,7 @@ async fn serve_callback(
 ) -> Result<Authorization, String> {
     loop {
         let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let head = super::login::read_request_head(&mut sock).await;
+        let head = super::sign_in::read_request_head(&mut sock).await;
         let target = head.split(' ').nth(1).unwrap_or("/").to_string();
         let (path, query) = target.split_once('?').unwrap_or((&target, ""));
         let query = params(query);

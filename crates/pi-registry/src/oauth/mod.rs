@@ -11,6 +11,7 @@ pub mod extension;
 pub mod login;
 mod radius_login;
 pub mod refresh;
+mod sign_in;
 pub mod store;
 
 use serde_json::{Map, Value};

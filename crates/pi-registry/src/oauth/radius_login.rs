@@ -4,8 +4,8 @@
 //! gateway's token endpoint before answering the browser (502 when that fails).
 
 use super::endpoint;
-use super::login::{Interaction, Notice, pkce, random_b64url};
 use super::refresh::{self, Reply, form, get, post};
+use super::sign_in::{Interaction, Notice, pkce, random_b64url};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
@@ -138,7 +138,7 @@ pub(crate) async fn browser(gateway: &str, ui: &mut dyn Interaction) -> Result<V
     let token_url = endpoint(&format!("{base}/v1/oauth/token"));
     loop {
         let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        let head = super::login::read_request_head(&mut sock).await;
+        let head = super::sign_in::read_request_head(&mut sock).await;
         let mut words = head.split(' ');
         let method = words.next().unwrap_or("");
         let target = words.next().unwrap_or("/");
@@ -146,7 +146,7 @@ pub(crate) async fn browser(gateway: &str, ui: &mut dyn Interaction) -> Result<V
         let param = |name: &str| {
             query.split('&').find_map(|kv| {
                 let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (k == name).then(|| super::login::percent_decode(&v.replace('+', " ")))
+                (k == name).then(|| super::sign_in::percent_decode(&v.replace('+', " ")))
             })
         };
         let (answer, outcome) = if method != "GET" || path != CALLBACK_PATH {
