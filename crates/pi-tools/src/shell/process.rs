@@ -3,6 +3,7 @@
 //! send SIGKILL to the whole group. Like Pi, after the shell exits we keep reading while its
 //! background children write, and stop once the pipe closes or stays quiet for 100 ms.
 
+use super::reaper::kill_group;
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -116,18 +117,6 @@ pub fn kill_running_shells() {
     };
     for pgid in groups {
         kill_group(pgid);
-    }
-}
-
-/// SIGKILL to the whole group. An already gone group is fine.
-pub fn kill_group(pgid: i32) {
-    if pgid <= 0 {
-        return;
-    }
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
     }
 }
 
