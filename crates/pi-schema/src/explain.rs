@@ -7,16 +7,9 @@ use super::check::{
 };
 use super::formats;
 use super::js::{is_container, num, strict_eq, stringify};
-use super::schema::{Base, Hide, Schema, View};
+use super::schema::{Base, Failure, Hide, Schema, View};
 use pi_js::{number_to_string, utf16_len};
 use serde_json::{Map, Value};
-
-/// One failure: where (a JSON Pointer, `""` for the value itself) and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Failure {
-    pub(crate) path: String,
-    pub(crate) message: String,
-}
 
 fn failure(path: &str, message: impl Into<String>) -> Failure {
     Failure {

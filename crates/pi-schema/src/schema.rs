@@ -10,6 +10,14 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+/// One failure of a value: where (a JSON Pointer, `""` for the value itself) and why. The
+/// explainer reports them; the schema caches them for `$ref` targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub(crate) path: String,
+    pub(crate) message: String,
+}
+
 /// A base URI.
 pub(crate) type Base = Rc<str>;
 
@@ -183,8 +191,7 @@ pub(crate) struct Schema<'s> {
     /// The explainer's failures of `$ref` targets for objects and arrays, by (target, path,
     /// value): a recursive union explains each branch to pick one to blame, and each branch
     /// would explain the same children again, exponentially in the depth.
-    pub(crate) ref_failures:
-        RefCell<HashMap<(usize, String, String), Vec<super::explain::Failure>>>,
+    pub(crate) ref_failures: RefCell<HashMap<(usize, String, String), Vec<Failure>>>,
 }
 
 /// A guard for one level of recursion; `None` once the limit is hit.
