@@ -343,59 +343,8 @@ impl Agent {
         let _ = rx.wait_for(|busy| !*busy).await;
     }
 
-    /// Starts a run with new messages and waits for it to end.
-    pub async fn prompt(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
-        let cancel = self.begin_run().ok_or(AgentError::AlreadyPrompting)?;
-        crate::run::run(self, Some(messages), cancel.clone(), false).await;
-        self.end_run();
-        Ok(())
-    }
-
-    /// Continues from the current transcript (retries, queued messages after a run).
-    pub async fn continue_run(&self) -> Result<(), AgentError> {
-        let last_role = {
-            let state = lock(&self.state);
-            if state
-                .messages
-                .iter()
-                .all(|m| matches!(&**m, AgentMessage::System(_)))
-            {
-                None
-            } else {
-                state.messages.last().map(|m| m.role().to_string())
-            }
-        };
-        let Some(last_role) = last_role else {
-            return Err(if self.is_running() {
-                AgentError::AlreadyContinuing
-            } else {
-                AgentError::NothingToContinue
-            });
-        };
-        if last_role == "assistant" {
-            let steering = self.drain_steering();
-            if !steering.is_empty() {
-                let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
-                crate::run::run(self, Some(steering), cancel, true).await;
-                self.end_run();
-                return Ok(());
-            }
-            let follow_ups = self.drain_follow_up();
-            if !follow_ups.is_empty() {
-                let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
-                crate::run::run(self, Some(follow_ups), cancel, false).await;
-                self.end_run();
-                return Ok(());
-            }
-            return Err(AgentError::ContinueFromAssistant);
-        }
-        let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
-        crate::run::run(self, None, cancel, false).await;
-        self.end_run();
-        Ok(())
-    }
-
-    fn begin_run(&self) -> Option<CancellationToken> {
+    /// Marks a run active; `None` when one already is.
+    pub(crate) fn begin_run(&self) -> Option<CancellationToken> {
         let mut active = lock(&self.active);
         if active.is_some() {
             return None;
@@ -407,7 +356,7 @@ impl Agent {
         Some(token)
     }
 
-    fn end_run(&self) {
+    pub(crate) fn end_run(&self) {
         *lock(&self.active) = None;
         lock(&self.context_additions).clear();
         self.busy.send_replace(false);

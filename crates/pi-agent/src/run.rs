@@ -1,6 +1,6 @@
 //! One low-level run: `agent_start` … `agent_end` (pi-agent-core's `runLoop`).
 
-use crate::agent::{Agent, TurnContext};
+use crate::agent::{Agent, AgentError, TurnContext};
 use crate::event::AgentEvent;
 use crate::tool_exec::{execute_tool_calls, fail_truncated_calls};
 use crate::transcript::{declaration, declare_tool_changes};
@@ -14,6 +14,60 @@ use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use pi_protocol::usage::StopReason;
 use tokio_util::sync::CancellationToken;
+
+/// Runs are started here, next to the loop they start (the rest of `Agent` is in `agent.rs`).
+impl Agent {
+    /// Starts a run with new messages and waits for it to end.
+    pub async fn prompt(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+        let cancel = self.begin_run().ok_or(AgentError::AlreadyPrompting)?;
+        run(self, Some(messages), cancel.clone(), false).await;
+        self.end_run();
+        Ok(())
+    }
+
+    /// Continues from the current transcript (retries, queued messages after a run).
+    pub async fn continue_run(&self) -> Result<(), AgentError> {
+        let last_role = self.with_state(|state| {
+            if state
+                .messages
+                .iter()
+                .all(|m| matches!(&**m, AgentMessage::System(_)))
+            {
+                None
+            } else {
+                state.messages.last().map(|m| m.role().to_string())
+            }
+        });
+        let Some(last_role) = last_role else {
+            return Err(if self.is_running() {
+                AgentError::AlreadyContinuing
+            } else {
+                AgentError::NothingToContinue
+            });
+        };
+        if last_role == "assistant" {
+            let steering = self.drain_steering();
+            if !steering.is_empty() {
+                let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
+                run(self, Some(steering), cancel, true).await;
+                self.end_run();
+                return Ok(());
+            }
+            let follow_ups = self.drain_follow_up();
+            if !follow_ups.is_empty() {
+                let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
+                run(self, Some(follow_ups), cancel, false).await;
+                self.end_run();
+                return Ok(());
+            }
+            return Err(AgentError::ContinueFromAssistant);
+        }
+        let cancel = self.begin_run().ok_or(AgentError::AlreadyContinuing)?;
+        run(self, None, cancel, false).await;
+        self.end_run();
+        Ok(())
+    }
+}
 
 /// What a run works on; replaced wholesale by `prepare_next_turn` (e.g. after compaction).
 pub(crate) struct RunState {
