@@ -185,7 +185,7 @@ macro_rules! block_enum {
 
             fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
                 let variants = vec![$( g.subschema_for::<$ty>().to_value(), )*];
-                crate::schema::one_of(&[$($doc),*], variants)
+                crate::union_schema::one_of(&[$($doc),*], variants)
             }
         }
 

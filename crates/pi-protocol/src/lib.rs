@@ -21,6 +21,7 @@ pub mod session_entry;
 pub mod shared_message;
 pub mod thinking;
 pub mod tool;
+mod union_schema;
 pub mod usage;
 
 pub use assistant_event::{AssistantMessageEvent, WireAssistantEvent};

@@ -15,33 +15,14 @@ use crate::message::{
     AgentMessage, AssistantMessage, BashExecutionMessage, BranchSummaryMessage,
     CompactionSummaryMessage, CustomMessage, SystemMessage, ToolResultMessage, UserMessage,
 };
-use crate::record::{OrderedMap, doc_text};
+use crate::record::OrderedMap;
 use crate::session_entry::{FileEntry, SessionEntry, SessionHeader};
 use crate::tool::{ConstrainedSampling, ConstrainedSamplingConfig};
+use crate::union_schema::{one_of, other_object};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
-
-/// `oneOf` the variants (each a tagged object, so exactly one matches), with a description.
-pub(crate) fn one_of(doc: &[&str], variants: Vec<Value>) -> Schema {
-    let mut out = Map::new();
-    if let Some(text) = doc_text(doc) {
-        out.insert("description".into(), text.into());
-    }
-    out.insert("oneOf".into(), Value::Array(variants));
-    Schema::from(out)
-}
-
-/// An object whose `key` is none of `known`: what the catch-all variant of a tagged union keeps
-/// (a message role or entry type Pi 1.6.0 does not define, written back verbatim).
-fn other_object(description: &str, key: &str, known: &[&str]) -> Value {
-    json!({
-        "description": description,
-        "type": "object",
-        "not": { "required": [key], "properties": { key: { "enum": known } } },
-    })
-}
 
 impl JsonSchema for AgentMessage {
     fn schema_name() -> Cow<'static, str> {
