@@ -7,7 +7,7 @@
 //! asking for more scope) goes to the auth provider once and the request is sent again.
 //! Closing ends the session with a `DELETE`.
 
-use crate::client::{McpError, NotificationSink, PendingMap, handle_line};
+use crate::jsonrpc::{McpError, NotificationSink, PendingMap, handle_line};
 use crate::oauth::auth::HttpAuth;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};

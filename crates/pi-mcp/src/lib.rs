@@ -13,6 +13,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 mod http;
+mod jsonrpc;
 pub mod log;
 pub mod manager;
 pub mod naming;

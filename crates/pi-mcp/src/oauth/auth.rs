@@ -7,7 +7,7 @@ use super::flow::Outcome;
 use super::signin::{BoxFuture, refresh_stored_tokens};
 use super::store::ServerStore;
 use super::{FlowError, Settings, now_ms};
-use crate::client::McpError;
+use crate::jsonrpc::McpError;
 use serde_json::Value;
 use std::sync::Arc;
 

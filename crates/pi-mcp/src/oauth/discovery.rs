@@ -8,7 +8,7 @@
 
 use super::FlowError;
 use super::http::{OAuthHttp, Response};
-use crate::client::LATEST_PROTOCOL_VERSION;
+use crate::jsonrpc::LATEST_PROTOCOL_VERSION;
 use reqwest::Url;
 use serde_json::{Map, Value};
 
