@@ -6,9 +6,9 @@
 //! to stay put: a mapping alone would turn another program's truncation of the file into a
 //! `SIGBUS` on the next read. So a file is mapped only under a read lease (`F_SETLEASE`), which
 //! the kernel breaks before anyone opens the file for writing or truncates it: the opener waits
-//! while a keeper thread, woken by the lease signal, copies every mapped file into anonymous
-//! memory at the same address (`mremap` over it, so readers never see a gap) and then releases
-//! the lease. Our own first append breaks the lease the same way, so a session that is only
+//! while a keeper thread, woken by the lease signal, copies each mapping whose lease is being
+//! broken into anonymous memory at the same address (`mremap` over it, so readers never see a
+//! gap) and then releases that lease. Our own first append breaks the lease the same way, so a session that is only
 //! viewed never pays for the copy. Where no lease can be had (someone has the file open for
 //! writing, a file system without leases, another owner) the caller reads the file instead.
 
@@ -191,7 +191,8 @@ extern "C" fn on_lease_signal(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut l
     }
 }
 
-/// Waits for lease signals; each copies every mapped file out and releases its lease.
+/// Waits for lease signals; each copies out every mapped file whose lease is being broken and
+/// releases that lease.
 fn keeper(read_end: RawFd) {
     let mut buf = [0u8; 64];
     loop {
@@ -204,7 +205,9 @@ fn keeper(read_end: RawFd) {
             return;
         }
         for region in lock_regions().iter_mut() {
-            if region.file.is_some() && copy_out(region.addr, region.len) {
+            // Only the leases being broken: another file's lease says nothing about this one.
+            let breaking = region.file.as_ref().is_some_and(|f| !holds_read_lease(f));
+            if breaking && copy_out(region.addr, region.len) {
                 // The opener goes on once the lease is gone.
                 if let Some(file) = region.file.take() {
                     release(&file);
@@ -212,6 +215,15 @@ fn keeper(read_end: RawFd) {
             }
         }
     }
+}
+
+/// Whether `file` still holds its read lease undisturbed: while a lease is being broken,
+/// `F_GETLEASE` reports the type it is being broken to (`F_UNLCK` for a read lease).
+fn holds_read_lease(file: &File) -> bool {
+    // SAFETY: fcntl on a descriptor we own.
+    #[allow(unsafe_code)]
+    let lease = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) };
+    lease == libc::F_RDLCK
 }
 
 /// Gives up the lease on `file`'s open file description (shared with the reader's descriptor,
