@@ -465,13 +465,26 @@ pub(crate) fn tool_turn_run_with(
     calls: &dyn Fn(usize) -> Vec<Step>,
     extra: &[&str],
 ) -> Res<(f64, Vec<String>)> {
+    let (ms, mut ends) = tool_turns(ctx, t, cwd, calls, extra, 2)?;
+    Ok((ms, ends.pop().unwrap_or_default()))
+}
+
+/// [`turns`] in a fresh sandbox, the agent given every tool (`--tools`) and `extra`.
+fn tool_turns(
+    ctx: &Ctx,
+    t: &Target,
+    cwd: &Path,
+    calls: &dyn Fn(usize) -> Vec<Step>,
+    extra: &[&str],
+    count: usize,
+) -> Res<(f64, Vec<Vec<String>>)> {
     ctx.mock.reset();
     let sb = sandbox(ctx.mock.port)?;
     let mut args = vec!["--no-session"];
     args.extend(MODEL_ARGS);
     args.extend(["--tools", ALL_TOOLS]);
     args.extend(extra);
-    two_turns(ctx, t, &sb, cwd, &args, calls)
+    turns(ctx, t, &sb, cwd, &args, calls, count)
 }
 
 /// The two turns of [`tool_turn_run`] in a sandbox the caller prepared, with `args` whole (the
@@ -606,23 +619,40 @@ pub struct ToolTurn {
     pub alone_sum_ms: f64,
 }
 
-/// The sum of the `durationMs` of `results`.
-fn duration_sum(results: &[String]) -> f64 {
+/// The `durationMs` of each `tool_execution_end` record in `results`; with
+/// `PI_BENCH_VERBOSE`, each is printed with its tool and `label`.
+fn durations(results: &[String], label: &str) -> Vec<f64> {
+    let verbose = std::env::var_os("PI_BENCH_VERBOSE").is_some();
     results
         .iter()
         .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
-        .filter_map(|v| v["durationMs"].as_f64())
-        .sum()
+        .filter_map(|v| {
+            if verbose {
+                eprintln!(
+                    "    {label} {}: durationMs {}",
+                    v["toolName"], v["durationMs"]
+                );
+            }
+            v["durationMs"].as_f64()
+        })
+        .collect()
+}
+
+/// An error unless `results` are the 8 calls' records, none an error.
+fn all_eight_ok(what: &str, results: &[String]) -> Res<()> {
+    if results.len() != 8 || errors_in(results) > 0 {
+        return Err(format!(
+            "{what}{} tool results, {} errors",
+            results.len(),
+            errors_in(results)
+        ));
+    }
+    Ok(())
 }
 
 /// The tool turn's 8 calls one per turn, after a warm-up turn of all 8, in one process: the
 /// sum of their `durationMs` is the tools' own work when they do not share the two cores.
 fn tools_one_at_a_time(ctx: &Ctx, t: &Target, cwd: &Path) -> Res<f64> {
-    ctx.mock.reset();
-    let sb = sandbox(ctx.mock.port)?;
-    let mut args = vec!["--no-session"];
-    args.extend(MODEL_ARGS);
-    args.extend(["--tools", ALL_TOOLS]);
     let calls = |turn: usize| {
         let mut all = eight_calls(turn);
         if turn == 0 {
@@ -631,25 +661,11 @@ fn tools_one_at_a_time(ctx: &Ctx, t: &Target, cwd: &Path) -> Res<f64> {
             vec![all.swap_remove(turn - 1)]
         }
     };
-    let (_, results) = turns(ctx, t, &sb, cwd, &args, &calls, 9)?;
+    let (_, results) = tool_turns(ctx, t, cwd, &calls, &[], 9)?;
     let all: Vec<String> = results.into_iter().flatten().collect();
-    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
-        for r in &all {
-            let v: serde_json::Value = serde_json::from_str(r).unwrap_or_default();
-            eprintln!(
-                "    {} alone {}: durationMs {}",
-                t.key, v["toolName"], v["durationMs"]
-            );
-        }
-    }
-    if all.len() != 8 || errors_in(&all) > 0 {
-        return Err(format!(
-            "one at a time: {} tool results, {} errors",
-            all.len(),
-            errors_in(&all)
-        ));
-    }
-    Ok(duration_sum(&all))
+    let alone = durations(&all, &format!("{} alone", t.key));
+    all_eight_ok("one at a time: ", &all)?;
+    Ok(alone.iter().sum())
 }
 
 pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
@@ -662,30 +678,9 @@ pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
         Duration::from_secs(120),
         |t| {
             let (ms, results) = tool_turn_run(ctx, t, &tree, &eight_calls)?;
-            if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
-                for r in &results {
-                    let v: serde_json::Value = serde_json::from_str(r).unwrap_or_default();
-                    eprintln!(
-                        "    {} {}: durationMs {} ({} bytes)",
-                        t.key,
-                        v["toolName"],
-                        v["durationMs"],
-                        r.len()
-                    );
-                }
-            }
-            if results.len() != 8 || errors_in(&results) > 0 {
-                return Err(format!(
-                    "{} tool results, {} errors",
-                    results.len(),
-                    errors_in(&results)
-                ));
-            }
-            let slowest_tool_ms = results
-                .iter()
-                .filter_map(|r| serde_json::from_str::<serde_json::Value>(r).ok())
-                .filter_map(|v| v["durationMs"].as_f64())
-                .fold(0.0, f64::max);
+            let each = durations(&results, t.key);
+            all_eight_ok("", &results)?;
+            let slowest_tool_ms = each.into_iter().fold(0.0, f64::max);
             Ok(ToolTurn {
                 ms,
                 slowest_tool_ms,

@@ -8,9 +8,10 @@
 //! the kernel breaks before anyone opens the file for writing or truncates it: the opener waits
 //! while a keeper thread, woken by the lease signal, copies each mapping whose lease is being
 //! broken into anonymous memory at the same address (`mremap` over it, so readers never see a
-//! gap) and then releases that lease. Our own first append breaks the lease the same way, so a session that is only
-//! viewed never pays for the copy. Where no lease can be had (someone has the file open for
-//! writing, a file system without leases, another owner) the caller reads the file instead.
+//! gap) and then releases that lease. Our own first append breaks the lease the same way, so a
+//! session that is only viewed never pays for the copy. Where no lease can be had (someone has
+//! the file open for writing, a file system without leases, another owner) the caller reads the
+//! file instead.
 
 use bytes::Bytes;
 use std::fs::File;
@@ -84,22 +85,24 @@ pub(crate) fn map(file: &File, len: u64) -> Option<Bytes> {
     }
 }
 
-/// Whether `bytes` lie in a mapped file (tests).
+/// Whether `bytes` lie in a mapped region, and if so whether it was copied out (tests).
 #[cfg(test)]
-pub(crate) fn is_mapped(bytes: &[u8]) -> bool {
+fn region_of(bytes: &[u8]) -> Option<bool> {
     let at = bytes.as_ptr() as usize;
     lock_regions()
         .iter()
-        .any(|r| at >= r.addr && at < r.addr + r.len)
+        .find(|r| at >= r.addr && at < r.addr + r.len)
+        .map(|r| r.file.is_none())
 }
 
-/// Whether the region holding `bytes` has been copied out of its file (tests).
+#[cfg(test)]
+pub(crate) fn is_mapped(bytes: &[u8]) -> bool {
+    region_of(bytes).is_some()
+}
+
 #[cfg(test)]
 pub(crate) fn is_copied_out(bytes: &[u8]) -> bool {
-    let at = bytes.as_ptr() as usize;
-    lock_regions()
-        .iter()
-        .any(|r| at >= r.addr && at < r.addr + r.len && r.file.is_none())
+    region_of(bytes) == Some(true)
 }
 
 fn lock_regions() -> std::sync::MutexGuard<'static, Vec<Region>> {
@@ -126,14 +129,11 @@ impl AsRef<[u8]> for Mapping {
 impl Drop for Mapping {
     fn drop(&mut self) {
         let mut regions = lock_regions();
-        regions.retain(|r| {
-            if r.addr == self.addr
-                && let Some(file) = &r.file
-            {
-                release(file);
-            }
-            r.addr != self.addr
-        });
+        if let Some(i) = regions.iter().position(|r| r.addr == self.addr)
+            && let Some(file) = regions.swap_remove(i).file
+        {
+            release(&file);
+        }
         // SAFETY: the last slice of the mapping is gone; under the lock no copy-out runs.
         #[allow(unsafe_code)]
         unsafe {
@@ -206,12 +206,14 @@ fn keeper(read_end: RawFd) {
         }
         for region in lock_regions().iter_mut() {
             // Only the leases being broken: another file's lease says nothing about this one.
-            let breaking = region.file.as_ref().is_some_and(|f| !holds_read_lease(f));
-            if breaking && copy_out(region.addr, region.len) {
+            let Some(file) = region.file.take_if(|f| !holds_read_lease(f)) else {
+                continue;
+            };
+            if copy_out(region.addr, region.len) {
                 // The opener goes on once the lease is gone.
-                if let Some(file) = region.file.take() {
-                    release(&file);
-                }
+                release(&file);
+            } else {
+                region.file = Some(file);
             }
         }
     }
