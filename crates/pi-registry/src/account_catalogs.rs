@@ -10,6 +10,7 @@
 //!   gateway's `GET /v1/config` models, served over `pi-messages` at the config's `baseUrl`.
 
 use crate::catalog_refresh::{self, TYPES};
+use crate::gateway::gateway_models;
 use crate::model_registry::ModelRegistry;
 use crate::models_json::JsObject;
 use crate::oauth::{Flow, store};
@@ -61,7 +62,7 @@ impl ModelRegistry {
             let radius_config = config.filter(|c| c.oauth.as_deref() == Some("radius"));
             let source = if let Some(url) = radius_config.and_then(|c| c.base_url.as_deref()) {
                 Source::Radius {
-                    gateway: crate::model_registry::radius_gateway(url),
+                    gateway: crate::gateway::radius_gateway(url),
                 }
             } else if id == "radius" {
                 Source::Radius {
@@ -401,50 +402,6 @@ async fn radius_models(provider: &str, gateway: &str, key: &str) -> Result<Vec<V
         .and_then(|c| gateway_models(provider, c))
         .ok_or_else(invalid)?;
     Ok(models.into_iter().map(Value::Object).collect())
-}
-
-/// A gateway config's (`{baseUrl, models}`) gateway models as `provider`'s pi-messages models;
-/// `None` when it has no base URL or model list.
-fn gateway_models(provider: &str, config: &Map<String, Value>) -> Option<Vec<JsObject>> {
-    let base_url = config.get("baseUrl").and_then(Value::as_str)?;
-    let models = config.get("models").and_then(Value::as_array)?;
-    Some(
-        models
-            .iter()
-            .filter(|m| is_gateway_model(m))
-            .filter_map(|m| {
-                let mut m = m.as_object()?.clone();
-                m.insert("api".into(), "pi-messages".into());
-                m.insert("provider".into(), provider.into());
-                m.insert("baseUrl".into(), base_url.into());
-                Some(m)
-            })
-            .collect(),
-    )
-}
-
-/// The gateway catalog an older Pi kept in a Radius login (`gatewayConfig`), for a provider
-/// with no saved catalog yet: Pi imports it before any network refresh, offline included.
-pub(crate) fn legacy_gateway_models(provider: &str, login: &Map<String, Value>) -> Vec<JsObject> {
-    login
-        .get("gatewayConfig")
-        .and_then(Value::as_object)
-        .and_then(|config| gateway_models(provider, config))
-        .unwrap_or_default()
-}
-
-/// A gateway model has Pi's required fields with their types.
-fn is_gateway_model(m: &Value) -> bool {
-    let Some(o) = m.as_object() else {
-        return false;
-    };
-    o.get("id").is_some_and(Value::is_string)
-        && o.get("name").is_some_and(Value::is_string)
-        && o.get("reasoning").is_some_and(Value::is_boolean)
-        && o.get("input").is_some_and(Value::is_array)
-        && o.get("cost").is_some_and(Value::is_object)
-        && o.get("contextWindow").is_some_and(Value::is_number)
-        && o.get("maxTokens").is_some_and(Value::is_number)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! spreads put them; `Value::Null` at the top level of a model stands for a key that exists with
 //! the value `undefined` (it keeps its position but is not written).
 
-use super::models_json::{JsObject, ProviderConfig};
+use super::models_json::{JsObject, ProviderConfig, str_of};
 use pi_protocol::Model;
 use serde_json::Value;
 
@@ -170,10 +170,6 @@ pub(crate) fn apply_model_override(mut model: JsObject, ov: &JsObject) -> JsObje
     model
 }
 
-pub(crate) fn str_of<'a>(obj: Option<&'a JsObject>, key: &str) -> Option<&'a str> {
-    obj?.get(key)?.as_str()
-}
-
 /// `modelFromJson`: a `models` entry with Pi's defaults, keys in Pi's order.
 fn model_from_json(
     provider: &str,
@@ -279,7 +275,7 @@ pub(crate) fn compose_models(
         None => base,
     };
     let models = match extension {
-        Some(ext) => super::extension_provider::apply_extension(provider, models, ext)?,
+        Some(ext) => super::extension_config::apply_extension(provider, models, ext)?,
         None => models,
     };
     let Some(config) = config else {

@@ -34,7 +34,9 @@ mod compose;
 mod config_value;
 mod cost;
 mod env;
+mod extension_config;
 mod extension_provider;
+mod gateway;
 mod glob;
 mod headers;
 mod jsonc;
@@ -42,6 +44,7 @@ mod list;
 pub mod llama;
 mod llama_url;
 mod local;
+mod local_provider;
 mod messages;
 mod model_registry;
 mod models_json;
@@ -54,6 +57,7 @@ mod selection;
 mod store;
 mod thinking;
 mod typed_models;
+mod virtual_api;
 mod virtual_models;
 
 pub use auth_json::ensure_agent_files;
@@ -63,7 +67,7 @@ pub use cost::calculate_cost;
 pub use env::Env;
 pub use headers::HeaderList;
 pub use list::ListModelsOutput;
-pub use local::LocalProvider;
+pub use local_provider::LocalProvider;
 pub use messages::{
     login_help, model_not_found, no_api_key_found, no_model_selected, no_models_available,
     oauth_failed,
@@ -79,4 +83,4 @@ pub use thinking::{
     clamp_thinking, clamp_thinking_str, next_thinking_level, supported_thinking_levels,
 };
 pub use typed_models::MODEL_TYPES;
-pub use virtual_models::{VIRTUAL_MODEL_API, is_virtual};
+pub use virtual_api::{VIRTUAL_MODEL_API, is_virtual};

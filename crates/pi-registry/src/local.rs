@@ -5,22 +5,6 @@
 
 use super::messages;
 use super::model_registry::ModelRegistry;
-use pi_protocol::Model;
-
-/// What the registry needs to know about the in-process provider (given by `pi-local`).
-#[derive(Debug, Clone)]
-pub struct LocalProvider {
-    pub id: String,
-    pub name: String,
-    /// The `api` of its models; `models.json` entries of this provider default to it.
-    pub api: String,
-    /// Built-in models, before `models.json` is layered over them.
-    pub models: Vec<Model>,
-    /// Whether a model can run now (its weights are on disk).
-    pub runnable: fn(&Model) -> bool,
-    /// How to get a runnable model; appended to the "no models" messages.
-    pub setup_hint: String,
-}
 
 impl ModelRegistry {
     /// Whether `provider` is the in-process provider.
@@ -82,7 +66,7 @@ mod tests {
             agent_dir: dir.clone(),
             env: Env::default(),
             docs_dir: Some("/docs".into()),
-            local: Some(super::LocalProvider {
+            local: Some(crate::LocalProvider {
                 id: "local".into(),
                 name: "Local".into(),
                 api: "llama-cpp".into(),

@@ -8,8 +8,9 @@ use super::catalog::catalog;
 use super::compose::{compose_models, to_model};
 use super::config_value::{self, CommandCache};
 use super::env::Env;
-use super::extension_provider::effective_config;
-use super::local::LocalProvider;
+use super::extension_config::effective_config;
+use super::gateway::{normalize_gateway, radius_gateway};
+use super::local_provider::LocalProvider;
 use super::models_json::{JsObject, ModelsConfig, ProviderConfig};
 use super::reference::Candidate;
 use super::store::{ModelsStore, StoreKind};
@@ -85,7 +86,7 @@ impl ProviderEntry {
         let mut models: Vec<Arc<Model>> = self
             .models()
             .iter()
-            .filter(|m| !super::virtual_models::is_virtual(m) && !ids.contains(&m.id.as_str()))
+            .filter(|m| !super::virtual_api::is_virtual(m) && !ids.contains(&m.id.as_str()))
             .cloned()
             .collect();
         models.extend(virtual_models.iter().cloned());
@@ -141,23 +142,6 @@ pub struct ModelRegistry {
     pub(crate) auth_path: PathBuf,
     /// The built-in llama.cpp extension's provider is registered.
     pub(crate) llama: bool,
-}
-
-/// `https://radius.pi.dev` in the form Pi compares gateways.
-fn normalize_gateway(url: &str) -> String {
-    let lower = url.to_ascii_lowercase();
-    let with_scheme = if lower.starts_with("http://") || lower.starts_with("https://") {
-        url.to_string()
-    } else {
-        format!("https://{url}")
-    };
-    with_scheme.trim_end_matches('/').to_string()
-}
-
-pub(crate) fn radius_gateway(base_url: &str) -> String {
-    let trimmed = base_url.strip_suffix('/').unwrap_or(base_url);
-    let gateway = trimmed.strip_suffix("/v1").unwrap_or(base_url);
-    normalize_gateway(gateway)
 }
 
 impl ModelRegistry {
@@ -321,7 +305,7 @@ impl ModelRegistry {
         let Ok(Credential::OAuth(login)) = self.credential(id) else {
             return None;
         };
-        let models = crate::account_catalogs::legacy_gateway_models(id, &login);
+        let models = crate::gateway::legacy_gateway_models(id, &login);
         (!models.is_empty()).then_some(models)
     }
 

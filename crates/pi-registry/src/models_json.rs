@@ -171,6 +171,11 @@ fn node_read_error(e: &std::io::Error, path: &Path) -> String {
     }
 }
 
+/// A string member of an optional object.
+pub(crate) fn str_of<'a>(obj: Option<&'a JsObject>, key: &str) -> Option<&'a str> {
+    obj?.get(key)?.as_str()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

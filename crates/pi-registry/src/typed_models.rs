@@ -110,7 +110,7 @@ impl ModelRegistry {
         let Some(ext) = self.extension(provider) else {
             return models;
         };
-        match crate::extension_provider::apply_extension(provider, models.clone(), ext) {
+        match crate::extension_config::apply_extension(provider, models.clone(), ext) {
             Ok(applied) => applied
                 .into_iter()
                 .filter(|m| type_of(m) != "chat")

@@ -4,19 +4,12 @@
 //! router answers (`model-runtime.js:resolveModel`): a physical model with credentials.
 
 use super::model_registry::ModelRegistry;
+use super::virtual_api::{VIRTUAL_MODEL_API, is_virtual};
 use pi_protocol::Model;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-/// The `api` of every virtual model.
-pub const VIRTUAL_MODEL_API: &str = "pi-virtual";
-
 const LEVELS: [&str; 7] = ["off", "minimal", "low", "medium", "high", "xhigh", "max"];
-
-/// Whether `model` is a virtual model.
-pub fn is_virtual(model: &Model) -> bool {
-    model.api == VIRTUAL_MODEL_API
-}
 
 /// `createVirtualModel`: the model a definition describes, in Pi's key order.
 fn virtual_model(def: &Map<String, Value>) -> Result<Model, String> {

@@ -45,7 +45,7 @@ impl Flow {
     pub fn for_provider(provider: &str, oauth: Option<&str>, base_url: &str) -> Option<Flow> {
         if oauth == Some("radius") || provider == "radius" {
             return Some(Flow::Radius {
-                gateway: crate::model_registry::radius_gateway(base_url),
+                gateway: crate::gateway::radius_gateway(base_url),
             });
         }
         Some(match provider {
