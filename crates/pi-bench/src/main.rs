@@ -172,6 +172,18 @@ fn wait_quiet(max: std::time::Duration) -> f64 {
     }
 }
 
+/// Before each figure: the one before it may have left the CPUs busy (a reference process
+/// exiting, page cache writeback), which would land on whichever side runs first.
+fn settle() {
+    let busy = wait_quiet(std::time::Duration::from_secs(15));
+    if busy > 0.10 {
+        eprintln!(
+            "  (the machine stayed {:.0}% busy; measuring anyway)",
+            busy * 100.0
+        );
+    }
+}
+
 /// The smallest ours/ref ratio over the rounds (higher is better): round by round when both
 /// sides have every round, else the worst of ours against the best of the reference.
 fn worst_round_ratio(ours: &[f64], reference: &[f64]) -> Option<f64> {
@@ -305,6 +317,7 @@ fn run(cli: Cli) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
 
     if want("ready") {
+        settle();
         eprintln!("ready + idle RSS");
         let sides = figures::ready(&ctx);
         let (o, r) = (&sides[0], &sides[1]);
@@ -368,6 +381,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if want("extensions") {
+        settle();
         eprintln!("ready with one extension; the tool_call gate");
         let cache = ctx.data.join("cache-ours");
         std::fs::create_dir_all(&cache).map_err(|e| e.to_string())?;
@@ -399,6 +413,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if want("mcp") {
+        settle();
         eprintln!("ready with an MCP server; a codemode script making 100 MCP calls");
         let sides = mcp_figures::ready_mcp(&ctx);
         rows.push(ms_row(
@@ -413,6 +428,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if want("packages") {
+        settle();
         eprintln!("ready with 3 installed packages");
         let cache = ctx.data.join("cache-ours");
         std::fs::create_dir_all(&cache).map_err(|e| e.to_string())?;
@@ -424,6 +440,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if want("stream") {
+        settle();
         eprintln!(
             "stream relay ({} deltas flood, {} lock-step)",
             figures::FLOOD_DELTAS,
@@ -518,6 +535,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if want("tool") {
+        settle();
         eprintln!("tool turn (8 parallel calls)");
         let sides = figures::tool_turn(&ctx)?;
         let (o, r) = (&sides[0], &sides[1]);
@@ -559,6 +577,7 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if want("listing") {
+        settle();
         eprintln!("list_sessions over {} sessions", listing::SESSIONS);
         let (d, sides) = listing::list_sessions(&ctx)?;
         let (o, r) = (&sides[0], &sides[1]);
@@ -579,6 +598,7 @@ fn run(cli: Cli) -> Result<(), String> {
 
     let mut session_note = String::new();
     if want("session") {
+        settle();
         eprintln!("session open");
         let s = figures::session_open(&ctx)?;
         let file_mib = s.data.bytes as f64 / 1024.0 / 1024.0;
@@ -677,18 +697,21 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 
     if named("session-1g") {
+        settle();
         eprintln!("1 GB session");
         let (data, o, r) = session_big::big_session(&ctx)?;
         rows.extend(session_big::rows(&data, &o, &r));
     }
 
     if want("fleet") {
+        settle();
         eprintln!("fleet ({} agents at once)", fleet::FLEET);
         let sides = fleet::fleet(&ctx)?;
         rows.extend(fleet::rows(&sides));
     }
 
     if want("grep") {
+        settle();
         eprintln!("grep (100,000 files)");
         let g = figures::grep(&ctx)?;
         let (o, r) = (&g.agents[0], &g.agents[1]);
