@@ -44,7 +44,8 @@ pub fn notify(pgid: i32, running: bool) {
     }
     if let Some(Ok(pipe)) = guard.as_mut() {
         let sign = if running { '+' } else { '-' };
-        let _ = writeln!(pipe, "{sign}{pgid}");
+        // One write per line: `writeln!` on the unbuffered pipe made three syscalls of it.
+        let _ = pipe.write_all(format!("{sign}{pgid}\n").as_bytes());
     }
 }
 
