@@ -566,40 +566,40 @@ pub(crate) fn turns(
     r
 }
 
-/// The 8 parallel calls of the tool turn.
-pub(crate) fn eight_calls(turn: usize) -> Vec<Step> {
-    let id = |i: usize| format!("call_{turn}_{i}");
+/// The arguments of the tool turn's 8 parallel calls, by tool.
+pub(crate) fn eight_args() -> Vec<(&'static str, serde_json::Value)> {
     vec![
-        tool_call(&id(0), "read", json!({"path": "src/core/engine.rs"})),
-        tool_call(
-            &id(1),
+        ("read", json!({"path": "src/core/engine.rs"})),
+        (
             "read",
             json!({"path": "README.md", "offset": 1, "limit": 200}),
         ),
-        tool_call(
-            &id(2),
+        (
             "grep",
             json!({"pattern": "fn handle_\\w+_state", "path": "src"}),
         ),
-        tool_call(
-            &id(3),
+        (
             "grep",
             json!({"pattern": "TODO", "literal": true, "glob": "*.rs", "context": 1}),
         ),
-        tool_call(&id(4), "find", json!({"pattern": "*.rs"})),
-        tool_call(&id(5), "ls", json!({"path": "src"})),
+        ("find", json!({"pattern": "*.rs"})),
+        ("ls", json!({"path": "src"})),
         // Cheap commands, as agents mostly run: the figure is about the agent, not coreutils.
-        tool_call(
-            &id(6),
-            "bash",
-            json!({"command": "ls -la src | head -n 30"}),
-        ),
-        tool_call(
-            &id(7),
+        ("bash", json!({"command": "ls -la src | head -n 30"})),
+        (
             "bash",
             json!({"command": "wc -l src/core/engine.rs README.md"}),
         ),
     ]
+}
+
+/// The 8 parallel calls of the tool turn.
+pub(crate) fn eight_calls(turn: usize) -> Vec<Step> {
+    eight_args()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, args))| tool_call(&format!("call_{turn}_{i}"), name, args))
+        .collect()
 }
 
 fn errors_in(results: &[String]) -> usize {
@@ -668,15 +668,37 @@ fn tools_one_at_a_time(ctx: &Ctx, t: &Target, cwd: &Path) -> Res<f64> {
     Ok(alone.iter().sum())
 }
 
+/// Ours, Pi and a third target, the floor ([`crate::tool_floor`]): the same 8 calls run by our
+/// tools directly, with no agent around them.
 pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
     let tree = datagen::tool_tree(&ctx.data)?;
-    let targets = [&ctx.ours, &ctx.reference];
+    // Measured inside this process (no program runs for it): only its key is used.
+    let floor = Target {
+        key: "floor",
+        ..ctx.ours.clone()
+    };
+    let targets = [&ctx.ours, &ctx.reference, &floor];
     Ok(alternate(
         "tool turn",
         &targets,
         rounds(ctx, 10),
         Duration::from_secs(120),
         |t| {
+            if t.key == "floor" {
+                let agent_dir = ctx.ours.tmpdir.join("tool-floor-agent");
+                let ms = crate::tool_floor::measure(
+                    &tree,
+                    &agent_dir,
+                    &ctx.ours.path_env,
+                    &eight_args(),
+                )?;
+                // Only `ms` is reported for the floor.
+                return Ok(ToolTurn {
+                    ms,
+                    slowest_tool_ms: f64::NAN,
+                    alone_sum_ms: f64::NAN,
+                });
+            }
             let (ms, results) = tool_turn_run(ctx, t, &tree, &eight_calls)?;
             let each = durations(&results, t.key);
             all_eight_ok("", &results)?;

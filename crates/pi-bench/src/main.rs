@@ -23,6 +23,7 @@ mod relay;
 mod session_big;
 mod session_floor;
 mod stats;
+mod tool_floor;
 
 use pi_bench::mock;
 
@@ -219,6 +220,25 @@ fn sided<T: Copy>(
 
 fn col<T: Copy>(side: &Side<T>, f: impl Fn(T) -> f64) -> Vec<f64> {
     side.samples.iter().map(|s| f(*s)).collect()
+}
+
+/// " (floor: N×)" for a target column: Pi's median over the floor's, the most any agent could
+/// reach here; empty without both.
+fn floor_ratio(floor_ms: &[f64], row: &Row) -> String {
+    let reference = row.reference.as_deref().and_then(summarize);
+    match (summarize(floor_ms), reference) {
+        (Some(f), Some(r)) if f.median > 0.0 => format!(" (floor: {:.1}×)", r.median / f.median),
+        _ => String::new(),
+    }
+}
+
+/// The row of a floor's own measurement (no reference side).
+fn floor_row(label: &str, floor_ms: Vec<f64>, note: Option<String>) -> Row {
+    let mut row = Row::new(label, "ms", Better::Lower);
+    row.ours = floor_ms;
+    row.reference = None;
+    row.notes.extend(note);
+    row
 }
 
 fn notes<T>(row: &mut Row, ours: &Side<T>, reference: Option<&Side<T>>) {
@@ -548,10 +568,24 @@ fn run(cli: Cli) -> Result<(), String> {
             |t| t.ms,
         );
         notes(&mut row, o, Some(r));
+        let floor = sides.get(2);
+        let floor_ms: Vec<f64> = floor.map(|f| col(f, |t| t.ms)).unwrap_or_default();
+        let best = floor_ratio(&floor_ms, &row);
         if let Some(ratio) = row.ratio() {
-            row.target = Some(("≥ 8× faster".into(), ratio > 0.0 && 1.0 / ratio >= 8.0));
+            row.target = Some((
+                format!("≥ 8× faster{best}"),
+                ratio > 0.0 && 1.0 / ratio >= 8.0,
+            ));
         }
         rows.push(row);
+        if let Some(floor) = floor {
+            rows.push(floor_row(
+                "… floor: the same 8 calls run by our tools directly in the harness, no agent \
+                 around them (no events, requests or session), first call's start → last call's end",
+                floor_ms,
+                floor.note(),
+            ));
+        }
         // Where the turn's time goes: the tools run in parallel, so the slowest one's own
         // time is the part no agent overhead explains.
         let row = sided(
@@ -620,21 +654,11 @@ fn run(cli: Cli) -> Result<(), String> {
             row.ours = o.samples.iter().map(|x| x.messages_ms).collect();
             row.reference = Some(r.samples.iter().map(|x| x.messages_ms).collect());
             notes(&mut row, o, Some(r));
-            // What the floor leaves possible here: Pi's median over the floor's.
             let floor = sides.get(2);
             let floor_ms: Vec<f64> = floor
                 .map(|f| f.samples.iter().map(|x| x.messages_ms).collect())
                 .unwrap_or_default();
-            let best = match (
-                summarize(&floor_ms).map(|s| s.median),
-                row.reference
-                    .as_deref()
-                    .and_then(summarize)
-                    .map(|s| s.median),
-            ) {
-                (Some(f), Some(r)) if f > 0.0 => format!(" (floor: {:.1}×)", r / f),
-                _ => String::new(),
-            };
+            let best = floor_ratio(&floor_ms, &row);
             if let Some(ratio) = row.ratio() {
                 row.target = Some((
                     format!("≥ 10× faster{best}"),
@@ -643,18 +667,12 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             rows.push(row);
             if let Some(floor) = floor {
-                let mut row = Row::new(
+                rows.push(floor_row(
                     "… floor: a process that only hands a prepared copy of the answer to the pipe \
                      (`sendfile`; no reading, parsing or checks), same measurement",
-                    "ms",
-                    Better::Lower,
-                );
-                row.ours = floor_ms;
-                row.reference = None;
-                if let Some(n) = floor.note() {
-                    row.notes.push(n);
-                }
-                rows.push(row);
+                    floor_ms,
+                    floor.note(),
+                ));
             }
             let mut row = Row::new("… then `get_tree` response", "ms", Better::Lower);
             let tree = |side: &Side<figures::Open>, row: &mut Row, who: &str| {
