@@ -721,6 +721,19 @@ fn provider_credentials_match_the_reference() {
     cli(&env, &mut out, &["list"], false);
     cli(&env, &mut out, &["login", "keyless"], false);
     cli(&env, &mut out, &["logout", "keyed"], false);
+    // The client waits a second for its `GET` stream's answer before it closes; on a loaded
+    // machine the request can still be on its way when the command has exited.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.starts_with("GET session-"))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     // Sorted: the servers connect at the same time.
     out.push_str("== requests (sorted)\n");
     let mut lines: Vec<String> = server
