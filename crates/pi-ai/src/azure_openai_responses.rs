@@ -18,6 +18,7 @@ use pi_protocol::message::AgentMessage;
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// The API id.
 pub const API: &str = "azure-openai-responses";
@@ -149,9 +150,9 @@ pub(crate) fn strict_supported(model: &Model) -> bool {
 }
 
 /// Tools whose strict requirement cannot be met fail the request before it is sent.
-pub(crate) fn check_tools(strict: bool, messages: &[AgentMessage]) -> Result<(), String> {
+pub(crate) fn check_tools(strict: bool, messages: &[Cow<'_, AgentMessage>]) -> Result<(), String> {
     for t in crate::transcript::declared_tools(messages) {
-        crate::strict_schema::resolve_strict(&t, strict, None)?;
+        crate::strict_schema::resolve_strict(t, strict, None)?;
     }
     Ok(())
 }
@@ -160,7 +161,7 @@ fn build_body(
     model: &Model,
     context: &LlmContext,
     options: &StreamOptions,
-    messages: &[AgentMessage],
+    messages: &[Cow<'_, AgentMessage>],
     deployment: &str,
 ) -> Map<String, Value> {
     let c = model.compat.as_ref();

@@ -24,6 +24,7 @@ use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use pi_protocol::usage::StopReason;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -276,7 +277,7 @@ fn build_body(
     model: &Model,
     context: &LlmContext,
     options: &StreamOptions,
-    messages: &[AgentMessage],
+    messages: &[Cow<'_, AgentMessage>],
 ) -> Result<Map<String, Value>, String> {
     let ids = RefCell::new(IdMap::default());
     let norm = |id: &str, _: &AssistantMessage| ids.borrow_mut().get(id);
@@ -337,7 +338,7 @@ fn build_body(
     Ok(b)
 }
 
-fn function_tools(tools: &[Tool], supported: bool) -> Result<Vec<Value>, String> {
+fn function_tools(tools: &[&Tool], supported: bool) -> Result<Vec<Value>, String> {
     tools
         .iter()
         .map(|t| {
@@ -355,9 +356,9 @@ fn image_chunk(mime: &str, data: &str) -> Value {
     json!({"type": "image_url", "image_url": format!("data:{mime};base64,{data}")})
 }
 
-fn chat_messages(messages: &[AgentMessage], images: bool) -> Vec<Value> {
+fn chat_messages(messages: &[Cow<'_, AgentMessage>], images: bool) -> Vec<Value> {
     let mut out = Vec::new();
-    for (index, msg) in messages.iter().enumerate() {
+    for (index, msg) in messages.iter().map(|m| &**m).enumerate() {
         match msg {
             AgentMessage::System(s) => {
                 let text = if index == 0 {

@@ -23,6 +23,7 @@ use pi_protocol::message::AgentMessage;
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// The API id.
 pub const API: &str = "openai-codex-responses";
@@ -149,7 +150,7 @@ fn build_body(
     model: &Model,
     context: &LlmContext,
     options: &StreamOptions,
-    messages: &[AgentMessage],
+    messages: &[Cow<'_, AgentMessage>],
     session: Option<&str>,
 ) -> Map<String, Value> {
     let c = model.compat.as_ref();

@@ -6,7 +6,7 @@ use pi_protocol::content::{StringOrBlocks, TextContent};
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::record::OrderedMap;
 use pi_protocol::tool::Tool;
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 
 /// Text blocks joined with `sep` (a plain string as is).
 pub fn content_text(content: &StringOrBlocks<TextContent>, sep: &str) -> String {
@@ -55,16 +55,16 @@ fn systems<M: Borrow<AgentMessage>>(messages: &[M]) -> impl Iterator<Item = &Sys
 }
 
 /// The tools available after replaying every system message's removals and additions.
-pub fn current_tools<'a>(systems: impl IntoIterator<Item = &'a SystemMessage>) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = Vec::new();
+pub fn current_tools<'a>(systems: impl IntoIterator<Item = &'a SystemMessage>) -> Vec<&'a Tool> {
+    let mut tools: Vec<&Tool> = Vec::new();
     for msg in systems {
         for r in msg.tools_removed.iter().flatten() {
             tools.retain(|t| t.name != r.name);
         }
         for t in msg.tools_added.iter().flatten() {
             match tools.iter_mut().find(|x| x.name == t.name) {
-                Some(slot) => *slot = t.clone(),
-                None => tools.push(t.clone()),
+                Some(slot) => *slot = t,
+                None => tools.push(t),
             }
         }
     }
@@ -72,7 +72,7 @@ pub fn current_tools<'a>(systems: impl IntoIterator<Item = &'a SystemMessage>) -
 }
 
 /// The current tools of a transcript.
-pub fn transcript_tools<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<Tool> {
+pub fn transcript_tools<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<&Tool> {
     current_tools(systems(messages))
 }
 
@@ -125,22 +125,25 @@ pub fn current_system_message<M: Borrow<AgentMessage>>(messages: &[M]) -> Option
         msg.sections = Some(s);
     }
     if !tools.is_empty() {
-        msg.tools_added = Some(tools);
+        msg.tools_added = Some(tools.into_iter().cloned().collect());
     }
     Some(msg)
 }
 
-/// The transcript with its system messages replaced by one leading replayed system message.
-pub fn collapse_system_messages<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<AgentMessage> {
+/// The transcript with its system messages replaced by one leading replayed system message; the
+/// other messages are borrowed.
+pub fn collapse_system_messages<M: Borrow<AgentMessage>>(
+    messages: &[M],
+) -> Vec<Cow<'_, AgentMessage>> {
     let head = current_system_message(messages);
-    head.map(AgentMessage::System)
+    head.map(|s| Cow::Owned(AgentMessage::System(s)))
         .into_iter()
         .chain(
             messages
                 .iter()
                 .map(Borrow::borrow)
                 .filter(|m| !matches!(m, AgentMessage::System(_)))
-                .cloned(),
+                .map(Cow::Borrowed),
         )
         .collect()
 }
@@ -149,9 +152,9 @@ pub fn collapse_system_messages<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<
 pub fn resolve_transcript<M: Borrow<AgentMessage>>(
     messages: &[M],
     mid_convo_system: bool,
-) -> Vec<AgentMessage> {
+) -> Vec<Cow<'_, AgentMessage>> {
     if mid_convo_system {
-        messages.iter().map(|m| m.borrow().clone()).collect()
+        messages.iter().map(|m| Cow::Borrowed(m.borrow())).collect()
     } else {
         collapse_system_messages(messages)
     }
@@ -169,7 +172,7 @@ pub enum ToolSupport {
 pub fn resolve_transcript_tools<M: Borrow<AgentMessage>>(
     messages: &[M],
     support: ToolSupport,
-) -> (Vec<Tool>, usize) {
+) -> (Vec<&Tool>, usize) {
     let sys: Vec<&SystemMessage> = systems(messages).collect();
     match support {
         ToolSupport::None => (current_tools(sys.iter().copied()), sys.len()),
@@ -198,13 +201,13 @@ pub fn resolve_transcript_tools<M: Borrow<AgentMessage>>(
 }
 
 /// All tool definitions the transcript declares, in first-declaration order (last definition wins).
-pub fn declared_tools<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<Tool> {
-    let mut out: Vec<Tool> = Vec::new();
+pub fn declared_tools<M: Borrow<AgentMessage>>(messages: &[M]) -> Vec<&Tool> {
+    let mut out: Vec<&Tool> = Vec::new();
     for m in systems(messages) {
         for t in m.tools_added.iter().flatten() {
             match out.iter_mut().find(|x| x.name == t.name) {
-                Some(slot) => *slot = t.clone(),
-                None => out.push(t.clone()),
+                Some(slot) => *slot = t,
+                None => out.push(t),
             }
         }
     }

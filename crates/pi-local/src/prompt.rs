@@ -31,7 +31,10 @@ pub struct Prompt {
 /// declared and `examples` is set, then the conversation. Failed assistant turns are dropped
 /// and unanswered tool calls answered, as every adapter does.
 pub fn render(model: &Model, context: &LlmContext, examples: bool) -> Prompt {
-    let tools = transcript_tools(&context.messages);
+    let tools: Vec<Tool> = transcript_tools(&context.messages)
+        .into_iter()
+        .cloned()
+        .collect();
     let messages = transform_messages(&context.messages, model, None);
     let mut turns = Vec::new();
     let mut system = current_system_message(&messages)
@@ -49,7 +52,7 @@ pub fn render(model: &Model, context: &LlmContext, examples: bool) -> Prompt {
     if examples {
         turns.extend(crate::shots::example_turns(&tools));
     }
-    for msg in &messages {
+    for msg in messages.iter().map(|m| &**m) {
         match msg {
             AgentMessage::User(u) => {
                 let text = match &u.content {
@@ -94,6 +97,7 @@ pub fn render(model: &Model, context: &LlmContext, examples: bool) -> Prompt {
     }
     let tool_rounds = messages
         .iter()
+        .map(|m| &**m)
         .rev()
         .take_while(|m| !matches!(m, AgentMessage::User(_)))
         .filter(|m| {

@@ -170,7 +170,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         return;
     };
     let mut st = State {
-        oauth_tools: oauth.then(|| tools.clone()),
+        oauth_tools: oauth.then(|| tools.iter().map(|&t| t.clone()).collect()),
         ..State::default()
     };
     let mut sse = SseDecoder::new();

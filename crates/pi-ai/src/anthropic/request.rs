@@ -9,6 +9,7 @@ use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// The compat keys this API reads, with their defaults.
 pub struct Compat {
@@ -159,7 +160,7 @@ fn tool_result_content(content: &[UserBlock]) -> Value {
 
 /// Tool declarations; the last one carries the cache marker.
 pub fn convert_tools(
-    tools: &[Tool],
+    tools: &[&Tool],
     p: &Params<'_>,
     cc: Option<&Value>,
 ) -> Result<Vec<Value>, String> {
@@ -297,12 +298,16 @@ fn assistant_blocks(a: &AssistantMessage, p: &Params<'_>) -> Vec<Value> {
 }
 
 /// Converts the conversation (the transcript after its leading system message).
-fn convert_messages(msgs: &[AgentMessage], p: &Params<'_>, cc: Option<&Value>) -> Vec<Value> {
+fn convert_messages(
+    msgs: &[Cow<'_, AgentMessage>],
+    p: &Params<'_>,
+    cc: Option<&Value>,
+) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let mut pending_system: Vec<Value> = Vec::new();
     let mut i = 0;
     while i < msgs.len() {
-        match &msgs[i] {
+        match &*msgs[i] {
             AgentMessage::System(s) => {
                 let text = render_system_update(s);
                 if !text.is_empty() {
@@ -343,7 +348,7 @@ fn convert_messages(msgs: &[AgentMessage], p: &Params<'_>, cc: Option<&Value>) -
             AgentMessage::ToolResult(_) => {
                 let mut results = Vec::new();
                 let mut images = Vec::new();
-                while let Some(AgentMessage::ToolResult(t)) = msgs.get(i) {
+                while let Some(AgentMessage::ToolResult(t)) = msgs.get(i).map(|m| &**m) {
                     let split = split_error_tool_result_images(t);
                     let content = split.as_ref().map_or(&t.content, |s| &s.0);
                     results.push(json!({"type": "tool_result", "tool_use_id": t.tool_call_id,
@@ -392,7 +397,10 @@ fn convert_messages(msgs: &[AgentMessage], p: &Params<'_>, cc: Option<&Value>) -
 }
 
 /// The request body for a resolved transcript.
-pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Result<Map<String, Value>, String> {
+pub fn build_body(
+    p: &Params<'_>,
+    messages: &[Cow<'_, AgentMessage>],
+) -> Result<Map<String, Value>, String> {
     let cc = cache_control(p);
     let initial = initial_system(messages);
     let system = initial.map(system_text).unwrap_or_default();

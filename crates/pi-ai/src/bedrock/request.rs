@@ -12,6 +12,7 @@ use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 const EMPTY_TEXT: &str = "<empty>";
 const BLOCK_BINDING_BETA: &str = "thinking-binding-controls-2026-08-01";
@@ -186,7 +187,10 @@ fn tool_result_content(content: &[UserBlock]) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-fn convert_messages(p: &Params<'_>, messages: &[AgentMessage]) -> Result<Vec<Value>, String> {
+fn convert_messages(
+    p: &Params<'_>,
+    messages: &[Cow<'_, AgentMessage>],
+) -> Result<Vec<Value>, String> {
     let model = p.model;
     let rest = match initial_system(messages) {
         Some(_) => &messages[1..],
@@ -198,7 +202,7 @@ fn convert_messages(p: &Params<'_>, messages: &[AgentMessage]) -> Result<Vec<Val
     let mut out: Vec<Value> = Vec::new();
     let mut i = 0;
     while i < transformed.len() {
-        match &transformed[i] {
+        match &*transformed[i] {
             AgentMessage::User(u) => {
                 let mut content = Vec::new();
                 match &u.content {
@@ -271,7 +275,7 @@ fn convert_messages(p: &Params<'_>, messages: &[AgentMessage]) -> Result<Vec<Val
             AgentMessage::ToolResult(_) => {
                 let mut results = Vec::new();
                 let mut images = Vec::new();
-                while let Some(AgentMessage::ToolResult(t)) = transformed.get(i) {
+                while let Some(AgentMessage::ToolResult(t)) = transformed.get(i).map(|m| &**m) {
                     let split = if claude {
                         split_error_tool_result_images(t)
                     } else {
@@ -336,7 +340,7 @@ fn tool_config(tools: &[Tool], strict_supported: bool) -> Result<Value, String> 
 
 /// Whether a strict-preferring tool made the request strict (Bedrock may reject such tool
 /// sets as too large; Pi retries once without them).
-pub fn has_preferred_strict(tools: &[Tool], strict_supported: bool) -> bool {
+pub fn has_preferred_strict(tools: &[&Tool], strict_supported: bool) -> bool {
     tools.iter().any(|t| {
         prefers_strict(t) && resolve_strict(t, strict_supported, None).ok().flatten() == Some(true)
     })
@@ -438,7 +442,7 @@ fn additional_fields(p: &Params<'_>) -> Option<Value> {
 /// The request body (without `modelId`, which goes in the path).
 pub fn build_body(
     p: &Params<'_>,
-    messages: &[AgentMessage],
+    messages: &[Cow<'_, AgentMessage>],
     strict_supported: bool,
     disable_preferred_strict: bool,
 ) -> Result<Map<String, Value>, String> {
@@ -467,19 +471,16 @@ pub fn build_body(
     b.insert("inferenceConfig".into(), Value::Object(inference));
     let tools = transcript_tools(messages);
     if !tools.is_empty() {
-        let tools: Vec<Tool> = if disable_preferred_strict {
-            tools
-                .into_iter()
-                .map(|mut t| {
-                    if prefers_strict(&t) {
-                        t.constrained_sampling = None;
-                    }
-                    t
-                })
-                .collect()
-        } else {
-            tools
-        };
+        let tools: Vec<Tool> = tools
+            .into_iter()
+            .map(|t| {
+                let mut t = t.clone();
+                if disable_preferred_strict && prefers_strict(&t) {
+                    t.constrained_sampling = None;
+                }
+                t
+            })
+            .collect();
         b.insert("toolConfig".into(), tool_config(&tools, strict_supported)?);
     }
     if let Some(extra) = additional_fields(p) {

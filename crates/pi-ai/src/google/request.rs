@@ -12,6 +12,7 @@ use pi_protocol::model::{InputModality, Model};
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// The major version of a `gemini-<n>` model id.
 fn gemini_major(id: &str) -> Option<u32> {
@@ -192,7 +193,7 @@ fn const_as_enum(schema: &Value, name_map: bool) -> Value {
     }
 }
 
-pub fn convert_tools(tools: &[Tool], strict: bool) -> Result<(Value, bool), String> {
+pub fn convert_tools(tools: &[&Tool], strict: bool) -> Result<(Value, bool), String> {
     let mut any_strict = false;
     let decls: Vec<Value> = tools
         .iter()
@@ -233,7 +234,7 @@ fn inline(mime: &str, data: &str) -> Value {
     json!({"inlineData": {"mimeType": mime, "data": data}})
 }
 
-pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> {
+pub fn convert_messages(model: &Model, messages: &[Cow<'_, AgentMessage>]) -> Vec<Value> {
     let conversation = if initial_system(messages).is_some() {
         &messages[1..]
     } else {
@@ -259,7 +260,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> 
     let multimodal_results = gemini_major(&model.id).is_none_or(|v| v >= 3);
     let vision = model.input.contains(&InputModality::Image);
     let mut contents: Vec<Value> = Vec::new();
-    for msg in &transformed {
+    for msg in transformed.iter().map(|m| &**m) {
         match msg {
             AgentMessage::User(u) => {
                 let parts: Vec<Value> = match &u.content {
@@ -388,7 +389,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage]) -> Vec<Value> 
 /// The request body; `thinking` is the finished `thinkingConfig`, if any.
 pub fn build_body(
     model: &Model,
-    messages: &[AgentMessage],
+    messages: &[Cow<'_, AgentMessage>],
     max_tokens: u64,
     temperature: Option<f64>,
     thinking: Option<Value>,

@@ -10,6 +10,7 @@ use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::{InputModality, Model};
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 const REASONING_FIELDS: [&str; 3] = ["reasoning", "reasoning_content", "reasoning_text"];
 
@@ -22,7 +23,7 @@ fn image_url(mime: &str, data: &str) -> Value {
 }
 
 /// Tool declarations; `strict` only when the server supports it.
-pub fn convert_tools(tools: &[Tool], compat: &Compat) -> Vec<Value> {
+pub fn convert_tools(tools: &[&Tool], compat: &Compat) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
@@ -109,7 +110,11 @@ fn normalize_tool_call_id(model: &Model, id: &str) -> String {
 }
 
 /// Converts a resolved transcript.
-pub fn convert_messages(model: &Model, messages: &[AgentMessage], compat: &Compat) -> Vec<Value> {
+pub fn convert_messages(
+    model: &Model,
+    messages: &[Cow<'_, AgentMessage>],
+    compat: &Compat,
+) -> Vec<Value> {
     let norm = |id: &str, _: &AssistantMessage| normalize_tool_call_id(model, id);
     let transformed = transform_messages(messages, model, Some(&norm));
     let support =
@@ -130,7 +135,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage], compat: &Compa
     let mut system_index = 0;
     let mut i = 0;
     while i < transformed.len() {
-        let msg = &transformed[i];
+        let msg = &*transformed[i];
         if compat.requires_assistant_after_tool_result
             && last_role == Some("toolResult")
             && matches!(msg, AgentMessage::User(_))
@@ -141,8 +146,8 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage], compat: &Compa
             AgentMessage::System(s) => {
                 let anchors = system_index >= folded;
                 system_index += 1;
-                let added = if anchors {
-                    s.tools_added.clone().unwrap_or_default()
+                let added: Vec<&Tool> = if anchors {
+                    s.tools_added.iter().flatten().collect()
                 } else {
                     vec![]
                 };
@@ -201,7 +206,7 @@ pub fn convert_messages(model: &Model, messages: &[AgentMessage], compat: &Compa
             AgentMessage::ToolResult(_) => {
                 let mut images = Vec::new();
                 let mut j = i;
-                while let Some(AgentMessage::ToolResult(t)) = transformed.get(j) {
+                while let Some(AgentMessage::ToolResult(t)) = transformed.get(j).map(|m| &**m) {
                     let text: Vec<&str> = t
                         .content
                         .iter()

@@ -20,17 +20,18 @@ use pi_protocol::record::OrderedMap;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 /// Checks strict requirements up front, as Pi throws while building the request.
-pub fn check_tools(tools: &[Tool], compat: &Compat) -> Result<(), String> {
+pub fn check_tools(tools: &[&Tool], compat: &Compat) -> Result<(), String> {
     for t in tools {
         resolve_strict(t, compat.supports_strict_mode, None)?;
     }
     Ok(())
 }
 
-fn has_tool_history(messages: &[AgentMessage]) -> bool {
-    messages.iter().any(|m| match m {
+fn has_tool_history(messages: &[Cow<'_, AgentMessage>]) -> bool {
+    messages.iter().any(|m| match &**m {
         AgentMessage::ToolResult(_) => true,
         AgentMessage::Assistant(a) => a
             .content
@@ -143,7 +144,7 @@ fn apply_cache_control(messages: &mut [Value], tools: Option<&mut Value>, cc: &V
 }
 
 /// The request body for a resolved transcript.
-pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Map<String, Value> {
+pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<String, Value> {
     let (model, compat, options) = (p.model, p.compat, p.options);
     let support =
         if compat.supports_mid_convo_system_messages && compat.supports_mid_convo_tool_additions {

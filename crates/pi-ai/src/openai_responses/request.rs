@@ -16,6 +16,7 @@ use pi_protocol::model::{InputModality, Model};
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 const MIN_OUTPUT_TOKENS: u64 = 16;
 /// Providers whose tool-call ids keep their `call|item` form (`OPENAI_TOOL_CALL_PROVIDERS`).
@@ -79,7 +80,7 @@ fn normalize_tool_call_id(
     format!("{call}|{item}")
 }
 
-pub fn convert_tools(tools: &[Tool], strict_supported: bool) -> Vec<Value> {
+pub fn convert_tools(tools: &[&Tool], strict_supported: bool) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
@@ -157,7 +158,7 @@ fn tool_output(model: &Model, content: &[UserBlock]) -> Value {
 pub fn convert_messages(
     model: &Model,
     providers: &[&str],
-    messages: &[AgentMessage],
+    messages: &[Cow<'_, AgentMessage>],
 ) -> Vec<Value> {
     let norm = |id: &str, src: &AssistantMessage| normalize_tool_call_id(model, providers, id, src);
     let transformed = transform_messages(messages, model, Some(&norm));
@@ -170,7 +171,7 @@ pub fn convert_messages(
     let role = if developer { "developer" } else { "system" };
     let mut out = Vec::new();
     let mut msg_index = 0usize;
-    for (source_index, msg) in transformed.iter().enumerate() {
+    for (source_index, msg) in transformed.iter().map(|m| &**m).enumerate() {
         let leading = source_index == 0 && matches!(msg, AgentMessage::System(_));
         match msg {
             AgentMessage::System(s) => {
@@ -291,7 +292,7 @@ pub fn convert_messages(
     out
 }
 
-pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Map<String, Value> {
+pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<String, Value> {
     let model = p.model;
     let c = model.compat.as_ref();
     let mut b = Map::new();
@@ -378,9 +379,9 @@ pub fn build_body(p: &Params<'_>, messages: &[AgentMessage]) -> Map<String, Valu
 }
 
 /// Tools whose strict requirement cannot be met fail the request before it is sent.
-pub fn check_tools(model: &Model, messages: &[AgentMessage]) -> Result<(), String> {
+pub fn check_tools(model: &Model, messages: &[Cow<'_, AgentMessage>]) -> Result<(), String> {
     for t in crate::transcript::declared_tools(messages) {
-        resolve_strict(&t, supports_strict(model), None)?;
+        resolve_strict(t, supports_strict(model), None)?;
     }
     Ok(())
 }

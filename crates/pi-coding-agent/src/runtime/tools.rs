@@ -367,7 +367,7 @@ impl Runtime {
             .collect();
         let mut names: Vec<String> = pi_ai::transcript::current_tools(&systems)
             .into_iter()
-            .map(|t| t.name)
+            .map(|t| t.name.clone())
             .collect();
         for name in self.core.tools.extension_defaults() {
             if !mentioned.contains(&name) && !names.contains(&name) {
