@@ -11,8 +11,8 @@ use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::tool::{Tool, ToolReference};
 
 /// The tools declared after replaying every system message of `messages`, in declaration order.
-pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Vec<Tool> {
-    let mut tools: Vec<Tool> = Vec::new();
+pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Vec<&'a Tool> {
+    let mut tools: Vec<&Tool> = Vec::new();
     for message in messages {
         let AgentMessage::System(system) = message else {
             continue;
@@ -23,17 +23,22 @@ pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -
         for added in system.tools_added.iter().flatten() {
             match tools.iter_mut().find(|t| t.name == added.name) {
                 // A Map keeps the first insertion position on overwrite.
-                Some(slot) => *slot = added.clone(),
-                None => tools.push(added.clone()),
+                Some(slot) => *slot = added,
+                None => tools.push(added),
             }
         }
     }
     tools
 }
 
-/// Declarations compare by their serialized form, as Pi does.
-fn same_declaration(a: &Tool, b: &Tool) -> bool {
-    to_js_string(&declaration(a)).ok() == to_js_string(&declaration(b)).ok()
+/// The serialized form declarations compare by, as Pi's do. A tool with nothing beyond its
+/// declaration (every tool built in Rust) is written as it is, without a copy.
+fn declaration_text(tool: &Tool) -> Option<String> {
+    if tool.rest.is_canonical() {
+        to_js_string(tool).ok()
+    } else {
+        to_js_string(&declaration(tool)).ok()
+    }
 }
 
 /// A tool as the transcript records it: name, description, parameters, constrained sampling.
@@ -48,23 +53,20 @@ pub fn declaration(tool: &Tool) -> Tool {
 }
 
 /// `(added, removed)` turning `previous` into `current`; a changed definition is both.
-pub fn tool_changes(previous: &[Tool], current: &[Tool]) -> (Vec<Tool>, Vec<ToolReference>) {
-    let added = current
-        .iter()
-        .filter(|t| {
-            !previous
-                .iter()
-                .any(|p| p.name == t.name && same_declaration(p, t))
-        })
-        .map(declaration)
+pub fn tool_changes(previous: &[&Tool], current: &[Tool]) -> (Vec<Tool>, Vec<ToolReference>) {
+    // Each declaration is serialized once (this runs before every request).
+    let previous_text: Vec<_> = previous.iter().map(|t| declaration_text(t)).collect();
+    let current_text: Vec<_> = current.iter().map(declaration_text).collect();
+    let same = |p: usize, c: usize| {
+        previous[p].name == current[c].name && previous_text[p] == current_text[c]
+    };
+    let added = (0..current.len())
+        .filter(|&c| !(0..previous.len()).any(|p| same(p, c)))
+        .map(|c| declaration(&current[c]))
         .collect();
-    let removed = previous
-        .iter()
-        .filter(|p| {
-            !current
-                .iter()
-                .any(|t| t.name == p.name && same_declaration(p, t))
-        })
+    let removed = (0..previous.len())
+        .filter(|&p| !(0..current.len()).any(|c| same(p, c)))
+        .map(|p| &previous[p])
         .map(|p| ToolReference {
             name: p.name.clone(),
             rest: Default::default(),

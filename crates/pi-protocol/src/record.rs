@@ -71,6 +71,11 @@ impl Rest {
         })))
     }
 
+    /// Nothing recorded: no unknown keys, canonical key order (as `Rest::default()`).
+    pub fn is_canonical(&self) -> bool {
+        self.0.is_none()
+    }
+
     fn inner_mut(&mut self) -> &mut RestInner {
         self.0.get_or_insert_with(Box::default)
     }

@@ -490,7 +490,7 @@ impl McpHost for Core {
                             .map(|m| &**m),
                     )
                     .into_iter()
-                    .map(|t| t.name)
+                    .map(|t| t.name.clone())
                     .collect()
                 })
             })
