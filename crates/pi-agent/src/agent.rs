@@ -7,7 +7,7 @@ use pi_ai::{AssistantStream, LlmContext, StreamOptions};
 use pi_protocol::QueueMode;
 use pi_protocol::SharedMessage;
 use pi_protocol::content::ToolCall;
-use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
+use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::AgentToolResult;
@@ -35,7 +35,8 @@ pub trait AgentListener: Send + Sync {
 /// A completed turn, as the hooks see it.
 pub struct TurnContext<'a> {
     pub message: &'a AssistantMessage,
-    pub tool_results: &'a [ToolResultMessage],
+    /// Tool-result messages.
+    pub tool_results: &'a [SharedMessage],
     pub context: &'a [SharedMessage],
 }
 
@@ -381,25 +382,17 @@ impl Agent {
     /// Updates state for an event, then hands it to the listener (pi-agent-core's
     /// `processEvents`).
     pub(crate) async fn emit(&self, event: AgentEvent) {
-        self.emit_back(event).await;
-    }
-
-    /// [`Self::emit`], handing the event back afterwards (a turn's results are kept for the
-    /// next turn without a copy of every tool output).
-    pub(crate) async fn emit_back(&self, event: AgentEvent) -> AgentEvent {
         match &event {
             AgentEvent::MessageEnd { message } => lock(&self.state).messages.push(message.clone()),
-            AgentEvent::TurnEnd {
-                message: AgentMessage::Assistant(a),
-                ..
-            } => {
-                if let Some(e) = &a.error_message {
+            AgentEvent::TurnEnd { message, .. } => {
+                if let AgentMessage::Assistant(a) = &**message
+                    && let Some(e) = &a.error_message
+                {
                     lock(&self.state).error_message = Some(e.clone());
                 }
             }
             _ => {}
         }
         self.config.listener.on_event(&event).await;
-        event
     }
 }

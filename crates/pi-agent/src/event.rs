@@ -3,21 +3,22 @@
 use pi_ai::StreamEvent;
 use pi_protocol::SharedMessage;
 use pi_protocol::assistant_event::WireAssistantEvent;
-use pi_protocol::event::{AgentEventRef, UsageRef};
-use pi_protocol::message::{AgentMessage, ToolResultMessage};
+use pi_protocol::event::{AgentEventRef, MessagesRef, UsageRef};
 use pi_protocol::tool::AgentToolResult;
 use pi_protocol::usage::Usage;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-/// One step of a low-level run (`AgentEvent` of pi-agent-core).
+/// One step of a low-level run (`AgentEvent` of pi-agent-core). Messages are shared, not
+/// copied: the message a `message_end` reports is the one the transcript, the turn and the
+/// run's end hold (tool results are often long).
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     AgentStart,
     TurnStart,
     MessageStart {
-        message: AgentMessage,
+        message: SharedMessage,
     },
     /// A streaming update of the assistant message; never a terminal stream event.
     MessageUpdate {
@@ -49,13 +50,14 @@ pub enum AgentEvent {
         duration_ms: Option<u64>,
         parent_tool_call_id: Option<String>,
     },
+    /// `message` is the assistant message; `tool_results` are tool-result messages.
     TurnEnd {
-        message: AgentMessage,
-        tool_results: Vec<ToolResultMessage>,
+        message: SharedMessage,
+        tool_results: Vec<SharedMessage>,
     },
     /// `messages` are the messages this low-level run produced.
     AgentEnd {
-        messages: Vec<AgentMessage>,
+        messages: Vec<SharedMessage>,
     },
 }
 
@@ -143,10 +145,10 @@ impl AgentEvent {
                 tool_results,
             } => R::TurnEnd {
                 message,
-                tool_results,
+                tool_results: MessagesRef::Shared(tool_results),
             },
             AgentEvent::AgentEnd { messages } => R::AgentEnd {
-                messages,
+                messages: MessagesRef::Shared(messages),
                 will_retry,
             },
         }

@@ -8,7 +8,7 @@ use pi_ai::{LlmContext, StreamEvent, StreamOptions};
 use pi_js::now_ms;
 use pi_protocol::SharedMessage;
 use pi_protocol::content::AssistantBlock;
-use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
+use pi_protocol::message::{AgentMessage, AssistantMessage};
 use pi_protocol::model::Model;
 use pi_protocol::thinking::ThinkingLevel;
 use pi_protocol::tool::Tool;
@@ -96,7 +96,7 @@ pub(crate) async fn run(
         reasoning: (level != ThinkingLevel::Off).then_some(level),
         threw: false,
     };
-    let mut new_messages: Vec<AgentMessage> = Vec::new();
+    let mut new_messages: Vec<SharedMessage> = Vec::new();
     agent.emit(AgentEvent::AgentStart).await;
     agent.emit(AgentEvent::TurnStart).await;
     if let Some(prompts) = prompts {
@@ -125,19 +125,20 @@ pub(crate) async fn run(
 async fn deliver(
     agent: &Agent,
     st: &mut RunState,
-    new_messages: &mut Vec<AgentMessage>,
+    new_messages: &mut Vec<SharedMessage>,
     messages: Vec<AgentMessage>,
 ) {
     let declared = declare_tool_changes(&st.context, messages, &tool_declarations(agent), now_ms());
     for message in declared {
+        let message = SharedMessage::new(message);
         agent
             .emit(AgentEvent::MessageStart {
                 message: message.clone(),
             })
             .await;
-        let shared = agent.end_message(SharedMessage::new(message)).await;
-        new_messages.push((*shared).clone());
-        st.context.push(shared);
+        let ended = agent.end_message(message).await;
+        new_messages.push(ended.clone());
+        st.context.push(ended);
     }
 }
 
@@ -153,11 +154,11 @@ fn tool_declarations(agent: &Agent) -> Vec<Tool> {
 async fn run_loop(
     agent: &Agent,
     st: &mut RunState,
-    new_messages: &mut Vec<AgentMessage>,
+    new_messages: &mut Vec<SharedMessage>,
     cancel: &CancellationToken,
     skip_first_steering_poll: bool,
 ) {
-    let mut last_turn: Option<(AssistantMessage, Vec<ToolResultMessage>)> = None;
+    let mut last_turn: Option<(SharedMessage, Vec<SharedMessage>)> = None;
     let mut pending = if skip_first_steering_poll {
         Vec::new()
     } else {
@@ -169,7 +170,7 @@ async fn run_loop(
             let mut prepared = Vec::new();
             if let Some((message, tool_results)) = &last_turn {
                 let turn = TurnContext {
-                    message,
+                    message: assistant(message),
                     tool_results,
                     context: &st.context,
                 };
@@ -196,12 +197,13 @@ async fn run_loop(
             prepared.append(&mut pending);
             deliver(agent, st, new_messages, prepared).await;
 
-            let message = stream_assistant_response(agent, st, cancel).await;
-            new_messages.push(AgentMessage::Assistant(message.clone()));
+            let shared = stream_assistant_response(agent, st, cancel).await;
+            new_messages.push(shared.clone());
+            let message = assistant(&shared);
             if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
                 agent
                     .emit(AgentEvent::TurnEnd {
-                        message: AgentMessage::Assistant(message),
+                        message: shared,
                         tool_results: Vec::new(),
                     })
                     .await;
@@ -217,31 +219,22 @@ async fn run_loop(
             if has_tool_calls {
                 // A `length` stop may have cut the arguments short: run none of the calls.
                 let batch = if message.stop_reason == StopReason::Length {
-                    fail_truncated_calls(agent, &message).await
+                    fail_truncated_calls(agent, message).await
                 } else {
-                    execute_tool_calls(agent, &message, cancel).await
+                    execute_tool_calls(agent, message, cancel).await
                 };
                 more_tool_calls = !batch.terminate;
-                for result in batch.messages {
-                    st.context
-                        .push(SharedMessage::new(AgentMessage::ToolResult(result.clone())));
-                    new_messages.push(AgentMessage::ToolResult(result.clone()));
-                    tool_results.push(result);
-                }
+                st.context.extend(batch.messages.iter().cloned());
+                new_messages.extend(batch.messages.iter().cloned());
+                tool_results = batch.messages;
             }
-            let ended = agent
-                .emit_back(AgentEvent::TurnEnd {
-                    message: AgentMessage::Assistant(message),
-                    tool_results,
+            agent
+                .emit(AgentEvent::TurnEnd {
+                    message: shared.clone(),
+                    tool_results: tool_results.clone(),
                 })
                 .await;
-            if let AgentEvent::TurnEnd {
-                message: AgentMessage::Assistant(message),
-                tool_results,
-            } = ended
-            {
-                last_turn = Some((message, tool_results));
-            }
+            last_turn = Some((shared, tool_results));
             pending = agent.drain_steering();
         }
         // The run would stop here; follow-ups keep it going.
@@ -253,13 +246,22 @@ async fn run_loop(
     }
 }
 
+/// The assistant message of a turn ([`stream_assistant_response`] returns nothing else).
+fn assistant(message: &SharedMessage) -> &AssistantMessage {
+    match &**message {
+        AgentMessage::Assistant(a) => a,
+        _ => unreachable!("a turn's message is an assistant message"),
+    }
+}
+
 /// Sends the transcript to the model and relays its stream; returns the final message, which
-/// is also appended to the run's context.
+/// is also appended to the run's context (the same message, unless a `message_end` hook
+/// replaced it with one of a shape the types do not know).
 async fn stream_assistant_response(
     agent: &Agent,
     st: &mut RunState,
     cancel: &CancellationToken,
-) -> AssistantMessage {
+) -> SharedMessage {
     let context = agent
         .config
         .hooks
@@ -306,23 +308,20 @@ async fn stream_assistant_response(
     if route_error.is_none() {
         final_message.thinking_level = Some(requested);
     }
+    let final_message = SharedMessage::new(AgentMessage::Assistant(final_message));
     if !started {
         agent
             .emit(AgentEvent::MessageStart {
-                message: AgentMessage::Assistant(final_message.clone()),
+                message: final_message.clone(),
             })
             .await;
     }
-    let message = agent
-        .end_message(SharedMessage::new(AgentMessage::Assistant(
-            final_message.clone(),
-        )))
-        .await;
-    if let AgentMessage::Assistant(a) = &*message {
-        final_message = a.clone();
+    let ended = agent.end_message(final_message.clone()).await;
+    st.context.push(ended.clone());
+    match &*ended {
+        AgentMessage::Assistant(_) => ended,
+        _ => final_message,
     }
-    st.context.push(message);
-    final_message
 }
 
 /// A routing failure: the run's failure message (an empty text block, the error; no duration),
@@ -410,7 +409,7 @@ async fn request_once(
                 started = true;
                 agent
                     .emit(AgentEvent::MessageStart {
-                        message: AgentMessage::Assistant(partial),
+                        message: SharedMessage::new(AgentMessage::Assistant(partial)),
                     })
                     .await;
             }

@@ -24,7 +24,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) struct Batch {
-    pub messages: Vec<ToolResultMessage>,
+    /// The tool-result messages, each shared with the transcript and its events.
+    pub messages: Vec<SharedMessage>,
     /// Every result asked the run to stop after this batch.
     pub terminate: bool,
 }
@@ -142,15 +143,20 @@ fn result_message(f: Finalized) -> ToolResultMessage {
 }
 
 /// Emits the result message's start and end; returns the message as finally ended (an
-/// extension may have replaced it).
-async fn emit_result_message(agent: &Agent, message: ToolResultMessage) -> ToolResultMessage {
-    let m = pi_protocol::message::AgentMessage::ToolResult(message.clone());
+/// extension may have replaced it), shared: a result is often long and is never copied.
+async fn emit_result_message(agent: &Agent, message: ToolResultMessage) -> SharedMessage {
+    let started = SharedMessage::new(pi_protocol::message::AgentMessage::ToolResult(message));
     agent
-        .emit(AgentEvent::MessageStart { message: m.clone() })
+        .emit(AgentEvent::MessageStart {
+            message: started.clone(),
+        })
         .await;
-    match &*agent.end_message(SharedMessage::new(m)).await {
-        pi_protocol::message::AgentMessage::ToolResult(ended) => ended.clone(),
-        _ => message,
+    let ended = agent.end_message(started.clone()).await;
+    // The turn reports typed tool results: a replacement of a shape the types do not know
+    // stays in the transcript only.
+    match &*ended {
+        pi_protocol::message::AgentMessage::ToolResult(_) => ended,
+        _ => started,
     }
 }
 

@@ -6,7 +6,7 @@
 use pi_agent::agent::NoHooks;
 use pi_agent::{
     Agent, AgentConfig, AgentEvent, AgentListener, AgentState, AgentTool, BoxFuture, ExecutionMode,
-    ToolError, ToolFuture, ToolInvocation,
+    RunHooks, ToolError, ToolFuture, ToolInvocation,
 };
 use pi_ai::{AssistantStream, LlmContext, StreamEvent, StreamOptions};
 use pi_protocol::QueueMode;
@@ -166,6 +166,8 @@ fn stream(script: Arc<Script>) -> pi_agent::StreamFn {
 #[derive(Default)]
 struct Recorder {
     events: Mutex<Vec<String>>,
+    /// Every event itself (its messages are shared, so keeping them copies none).
+    kept: Mutex<Vec<AgentEvent>>,
 }
 
 impl Recorder {
@@ -242,6 +244,7 @@ impl AgentListener for Recorder {
         if line != "message_update" {
             self.events.lock().unwrap().push(line);
         }
+        self.kept.lock().unwrap().push(event.clone());
         Box::pin(async {})
     }
 }
@@ -303,6 +306,15 @@ struct Harness {
 }
 
 fn harness(replies: Vec<Reply>, tools: Vec<Arc<dyn AgentTool>>, mode: ExecutionMode) -> Harness {
+    hooked_harness(replies, tools, mode, Arc::new(NoHooks))
+}
+
+fn hooked_harness(
+    replies: Vec<Reply>,
+    tools: Vec<Arc<dyn AgentTool>>,
+    mode: ExecutionMode,
+    hooks: Arc<dyn RunHooks>,
+) -> Harness {
     let script = Arc::new(Script {
         replies: Mutex::new(replies.into()),
         requests: Mutex::default(),
@@ -312,7 +324,7 @@ fn harness(replies: Vec<Reply>, tools: Vec<Arc<dyn AgentTool>>, mode: ExecutionM
         stream_fn: stream(Arc::clone(&script)),
         convert_to_llm: Arc::new(|m: &[SharedMessage]| m.to_vec()),
         listener: recorder.clone(),
-        hooks: Arc::new(NoHooks),
+        hooks,
         tool_execution: mode,
         session_id: None,
         max_tokens: None,
@@ -620,4 +632,103 @@ async fn a_second_prompt_while_running_is_refused() {
         Err(pi_agent::AgentError::AlreadyPrompting)
     );
     run.await.unwrap().unwrap();
+}
+
+/// Replaces the text of every tool result at `message_end`.
+struct ReplaceResults;
+
+impl RunHooks for ReplaceResults {
+    fn message_end<'a>(&'a self, message: SharedMessage) -> BoxFuture<'a, SharedMessage> {
+        Box::pin(async move {
+            match &*message {
+                AgentMessage::ToolResult(t) => {
+                    let mut t = t.clone();
+                    t.content = vec![UserBlock::Text(TextContent::new("replaced"))];
+                    SharedMessage::new(AgentMessage::ToolResult(t))
+                }
+                _ => message,
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_result_is_one_shared_message_from_its_end_on_with_the_hooks_replacement() {
+    let calls = vec![("c1", "fast", json!({}))];
+    let h = hooked_harness(
+        vec![Reply::Tools(calls, StopReason::ToolUse), Reply::Text("ok")],
+        vec![SleepTool::shared("fast", 1)],
+        ExecutionMode::Parallel,
+        Arc::new(ReplaceResults),
+    );
+    h.agent.prompt(vec![user("go")]).await.unwrap();
+    let kept = std::mem::take(&mut *h.recorder.kept.lock().unwrap());
+    let result_of = |m: &SharedMessage| match &**m {
+        AgentMessage::ToolResult(t) => Some(match t.content.first() {
+            Some(UserBlock::Text(t)) => t.text.clone(),
+            _ => String::new(),
+        }),
+        _ => None,
+    };
+    let started = kept
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::MessageStart { message } => result_of(message),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(started, "fast", "message_start has the tool's own result");
+    let ended = kept
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::MessageEnd { message } => result_of(message).map(|_| message.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result_of(&ended).unwrap(), "replaced");
+    let (turn_message, turn_results) = kept
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::TurnEnd {
+                message,
+                tool_results,
+            } => Some((message.clone(), tool_results.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(turn_results.len(), 1);
+    assert!(SharedMessage::ptr_eq(&turn_results[0], &ended));
+    let assistant_end = kept
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::MessageEnd { message } if message.role() == "assistant" => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(SharedMessage::ptr_eq(&turn_message, &assistant_end));
+    let Some(AgentEvent::AgentEnd { messages }) = kept.last() else {
+        panic!("the run ends with agent_end")
+    };
+    assert!(messages.iter().any(|m| SharedMessage::ptr_eq(m, &ended)));
+    assert!(
+        messages
+            .iter()
+            .any(|m| SharedMessage::ptr_eq(m, &assistant_end))
+    );
+    assert!(
+        h.agent
+            .messages()
+            .iter()
+            .any(|m| SharedMessage::ptr_eq(m, &ended))
+    );
+    // The next request is built from the replaced result.
+    let second = &h.script.requests.lock().unwrap()[1];
+    assert!(
+        second
+            .messages
+            .iter()
+            .any(|m| SharedMessage::ptr_eq(m, &ended))
+    );
 }

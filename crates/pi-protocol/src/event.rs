@@ -5,6 +5,7 @@
 //! borrowed data through [`AgentEventRef`] (no message, result or delta is copied), which
 //! serializes byte-identically to the matching [`SessionEvent`].
 
+use crate::SharedMessage;
 use crate::assistant_event::WireAssistantEvent;
 use crate::message::{AgentMessage, ToolResultMessage};
 use crate::results::CompactionResult;
@@ -255,13 +256,13 @@ impl SessionEvent {
 pub enum AgentEventRef<'a> {
     AgentStart {},
     AgentEnd {
-        messages: &'a [AgentMessage],
+        messages: MessagesRef<'a, AgentMessage>,
         will_retry: bool,
     },
     TurnStart {},
     TurnEnd {
         message: &'a AgentMessage,
-        tool_results: &'a [ToolResultMessage],
+        tool_results: MessagesRef<'a, ToolResultMessage>,
     },
     MessageStart {
         message: &'a AgentMessage,
@@ -300,6 +301,33 @@ pub enum AgentEventRef<'a> {
     },
 }
 
+/// A list of messages in an [`AgentEventRef`]: the agent loop's shared ones, or a
+/// [`SessionEvent`]'s own. Both write the same JSON array: a shared message serializes as its
+/// [`AgentMessage`], which writes each variant as the message type itself.
+#[derive(Debug)]
+pub enum MessagesRef<'a, T> {
+    Shared(&'a [SharedMessage]),
+    Owned(&'a [T]),
+}
+
+// By hand: a derive would require `T: Copy`, and only references are copied.
+impl<T> Clone for MessagesRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for MessagesRef<'_, T> {}
+
+impl<T: Serialize> Serialize for MessagesRef<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessagesRef::Shared(m) => m.serialize(s),
+            MessagesRef::Owned(m) => m.serialize(s),
+        }
+    }
+}
+
 /// The `usage` of a `message_update`: the value, or the same value already serialized (it
 /// rarely changes between the deltas of one response).
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -319,7 +347,7 @@ impl SessionEvent {
                 messages,
                 will_retry,
             } => R::AgentEnd {
-                messages,
+                messages: MessagesRef::Owned(messages),
                 will_retry: *will_retry,
             },
             SessionEvent::TurnStart {} => R::TurnStart {},
@@ -328,7 +356,7 @@ impl SessionEvent {
                 tool_results,
             } => R::TurnEnd {
                 message,
-                tool_results,
+                tool_results: MessagesRef::Owned(tool_results),
             },
             SessionEvent::MessageStart { message } => R::MessageStart { message },
             SessionEvent::MessageUpdate {
@@ -418,6 +446,55 @@ mod tests {
             owned,
             r#"{"type":"message_update","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hello "}}"#
         );
+    }
+
+    #[test]
+    fn shared_messages_write_as_the_owned_ones() {
+        let assistant = r#"{"role":"assistant","content":[{"type":"text","text":""}],"api":"a","provider":"p","model":"m","usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":1}"#;
+        let result = r#"{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x\n"}],"details":{"b":1,"a":[0.5,null]},"isError":false,"durationMs":3,"timestamp":2}"#;
+        let user = r#"{"role":"user","content":"go","timestamp":0}"#;
+        let turn_end = format!(
+            r#"{{"type":"turn_end","message":{assistant},"toolResults":[{result},{result}]}}"#
+        );
+        let agent_end = format!(
+            r#"{{"type":"agent_end","messages":[{user},{assistant},{result}],"willRetry":true}}"#
+        );
+        for line in [&turn_end, &agent_end] {
+            let event: SessionEvent = serde_json::from_str(line).unwrap();
+            assert_eq!(to_js_string(&event).unwrap(), *line);
+            assert_eq!(
+                to_js_string(&event.as_agent_event().unwrap()).unwrap(),
+                *line
+            );
+            let written = match &event {
+                SessionEvent::TurnEnd {
+                    message,
+                    tool_results,
+                } => {
+                    let results: Vec<_> = tool_results
+                        .iter()
+                        .map(|t| SharedMessage::new(AgentMessage::ToolResult(t.clone())))
+                        .collect();
+                    to_js_string(&AgentEventRef::TurnEnd {
+                        message,
+                        tool_results: MessagesRef::Shared(&results),
+                    })
+                }
+                SessionEvent::AgentEnd {
+                    messages,
+                    will_retry,
+                } => {
+                    let messages: Vec<_> =
+                        messages.iter().cloned().map(SharedMessage::new).collect();
+                    to_js_string(&AgentEventRef::AgentEnd {
+                        messages: MessagesRef::Shared(&messages),
+                        will_retry: *will_retry,
+                    })
+                }
+                _ => unreachable!(),
+            };
+            assert_eq!(written.unwrap(), *line);
+        }
     }
 
     #[test]

@@ -78,11 +78,11 @@ impl Core {
     /// Starts or ends the rebuilt partial message (only while `message_update` is handled).
     fn track_partial(&self, event: &AgentEvent) {
         match event {
-            AgentEvent::MessageStart {
-                message: pi_protocol::message::AgentMessage::Assistant(a),
-            } if self.ext.handles("message_update") => {
-                *lock(&self.ext_partial) =
-                    Some(crate::extensions::PartialAssistant::new(a.clone()));
+            AgentEvent::MessageStart { message } if self.ext.handles("message_update") => {
+                if let pi_protocol::message::AgentMessage::Assistant(a) = &**message {
+                    *lock(&self.ext_partial) =
+                        Some(crate::extensions::PartialAssistant::new(a.clone()));
+                }
             }
             AgentEvent::MessageEnd { .. } => *lock(&self.ext_partial) = None,
             _ => {}

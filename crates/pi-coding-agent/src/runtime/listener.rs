@@ -15,7 +15,7 @@ use pi_agent::{AgentEvent, AgentListener, BoxFuture};
 use pi_protocol::SharedMessage;
 use pi_protocol::content::{AssistantBlock, TextContent};
 use pi_protocol::event::SessionEvent;
-use pi_protocol::message::{AgentMessage, AssistantMessage};
+use pi_protocol::message::{AgentMessage, AssistantMessage, UserMessage};
 use pi_protocol::record::KeyOrder;
 use pi_protocol::usage::StopReason;
 use pi_session::user_text;
@@ -38,26 +38,9 @@ impl Core {
                     agent.abort();
                 }
             }
-            AgentEvent::MessageStart {
-                message: AgentMessage::User(user),
-            } => {
-                let text = user_text(&user.content);
-                let removed = {
-                    let mut run = lock(&self.run);
-                    // A new user message gets its own overflow compact-and-retry.
-                    run.overflow_recovery_attempted = false;
-                    if let Some(i) = run.steering.iter().position(|t| *t == text) {
-                        run.steering.remove(i);
-                        true
-                    } else if let Some(i) = run.follow_up.iter().position(|t| *t == text) {
-                        run.follow_up.remove(i);
-                        true
-                    } else {
-                        false
-                    }
-                };
-                if removed {
-                    self.emit_queue_update().await;
+            AgentEvent::MessageStart { message } => {
+                if let AgentMessage::User(user) = &**message {
+                    self.user_message_started(user).await;
                 }
             }
             _ => {}
@@ -102,6 +85,28 @@ impl Core {
                 })
                 .await;
             }
+        }
+    }
+
+    /// A user message is being delivered: the queued copy of its text leaves the queue.
+    async fn user_message_started(&self, user: &UserMessage) {
+        let text = user_text(&user.content);
+        let removed = {
+            let mut run = lock(&self.run);
+            // A new user message gets its own overflow compact-and-retry.
+            run.overflow_recovery_attempted = false;
+            if let Some(i) = run.steering.iter().position(|t| *t == text) {
+                run.steering.remove(i);
+                true
+            } else if let Some(i) = run.follow_up.iter().position(|t| *t == text) {
+                run.follow_up.remove(i);
+                true
+            } else {
+                false
+            }
+        };
+        if removed {
+            self.emit_queue_update().await;
         }
     }
 
@@ -174,7 +179,7 @@ impl Core {
                     .map(|k| k.to_string())
                     .collect::<Vec<_>>(),
             )));
-        let failure = AgentMessage::Assistant(failure);
+        let failure = SharedMessage::new(AgentMessage::Assistant(failure));
         self.emit_agent(
             &AgentEvent::MessageStart {
                 message: failure.clone(),
@@ -182,18 +187,13 @@ impl Core {
             false,
         )
         .await;
-        self.emit_agent(
-            &AgentEvent::MessageEnd {
-                message: SharedMessage::new(failure),
-            },
-            false,
-        )
-        .await;
+        self.emit_agent(&AgentEvent::MessageEnd { message: failure }, false)
+            .await;
         agent.abort();
     }
 
     /// Pi's `_willRetryAfterAgentEnd`.
-    fn will_retry_after(&self, messages: &[AgentMessage]) -> bool {
+    fn will_retry_after(&self, messages: &[SharedMessage]) -> bool {
         let (abort, attempt) = {
             let run = lock(&self.run);
             (run.abort_requested, run.retry_attempt)
@@ -208,7 +208,7 @@ impl Core {
         messages
             .iter()
             .rev()
-            .find_map(|m| match m {
+            .find_map(|m| match &**m {
                 AgentMessage::Assistant(a) => Some(self.is_retryable(a)),
                 _ => None,
             })
