@@ -10,25 +10,13 @@ use pi_protocol::SharedMessage;
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::tool::{Tool, ToolReference};
 
-/// The tools declared after replaying every system message of `messages`, in declaration order.
+/// The tools declared after replaying every system message of `messages`, in declaration order
+/// (the replay is pi-ai's, which requests use).
 pub fn current_tools<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Vec<&'a Tool> {
-    let mut tools: Vec<&Tool> = Vec::new();
-    for message in messages {
-        let AgentMessage::System(system) = message else {
-            continue;
-        };
-        for removed in system.tools_removed.iter().flatten() {
-            tools.retain(|t| t.name != removed.name);
-        }
-        for added in system.tools_added.iter().flatten() {
-            match tools.iter_mut().find(|t| t.name == added.name) {
-                // A Map keeps the first insertion position on overwrite.
-                Some(slot) => *slot = added,
-                None => tools.push(added),
-            }
-        }
-    }
-    tools
+    pi_ai::transcript::current_tools(messages.into_iter().filter_map(|m| match m {
+        AgentMessage::System(s) => Some(s),
+        _ => None,
+    }))
 }
 
 /// The serialized form declarations compare by, as Pi's do. A tool with nothing beyond its

@@ -62,6 +62,7 @@ pub fn current_tools<'a>(systems: impl IntoIterator<Item = &'a SystemMessage>) -
             tools.retain(|t| t.name != r.name);
         }
         for t in msg.tools_added.iter().flatten() {
+            // A Map keeps the first insertion position on overwrite.
             match tools.iter_mut().find(|x| x.name == t.name) {
                 Some(slot) => *slot = t,
                 None => tools.push(t),
