@@ -87,12 +87,22 @@ impl Host {
     /// tokio runtime. The delegate can be set later ([`Host::set_delegate`]); until then sync
     /// calls fail and effects are dropped.
     pub fn start(cwd: &Path) -> Result<Host, StartError> {
+        Host::start_with(cwd, |_| {})
+    }
+
+    /// [`Host::start`], with `prepare` applied to the Node command before anything of ours
+    /// (its `pre_exec` hooks run first in the child, before the channel descriptors move).
+    pub fn start_with(
+        cwd: &Path,
+        prepare: impl FnOnce(&mut std::process::Command),
+    ) -> Result<Host, StartError> {
         let node = crate::spawn::find_node().ok_or(StartError::NoNode)?;
         let dir = crate::assets::host_dir().map_err(StartError::Assets)?;
-        let (child, pipes) = spawn(&node, &dir, cwd).map_err(|error| StartError::Spawn {
-            node: node.display().to_string(),
-            error,
-        })?;
+        let (child, pipes) =
+            spawn(&node, &dir, cwd, prepare).map_err(|error| StartError::Spawn {
+                node: node.display().to_string(),
+                error,
+            })?;
         Ok(Host::attach(child, pipes))
     }
 

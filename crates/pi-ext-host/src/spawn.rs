@@ -37,8 +37,13 @@ pub struct Pipes {
 }
 
 /// Starts `node --no-warnings <host_dir>/main.mjs` in `cwd` with stdin null, stdout and stderr on
-/// our stderr, and the channel pipes on fds 3–5.
-pub fn spawn(node: &Path, host_dir: &Path, cwd: &Path) -> std::io::Result<(Child, Pipes)> {
+/// our stderr, and the channel pipes on fds 3–5. `prepare` sees the command first.
+pub fn spawn(
+    node: &Path,
+    host_dir: &Path,
+    cwd: &Path,
+    prepare: impl FnOnce(&mut std::process::Command),
+) -> std::io::Result<(Child, Pipes)> {
     let (from_host, host_out) = std::io::pipe()?;
     let (host_in, to_host) = std::io::pipe()?;
     let (host_sync, sync_replies) = std::io::pipe()?;
@@ -61,6 +66,7 @@ pub fn spawn(node: &Path, host_dir: &Path, cwd: &Path) -> std::io::Result<(Child
         .stderr(Stdio::from(stderr_again))
         .process_group(0)
         .kill_on_drop(true);
+    prepare(command.as_std_mut());
     install_channel_fds(&mut command, raw);
     let child = command.spawn()?;
     // The child has its copies; ours would keep the pipes open after it dies.

@@ -92,6 +92,9 @@ impl McpClient {
             // Its own group, so stopping it also stops what wrappers (npx, uvx) started.
             .process_group(0)
             .kill_on_drop(false);
+        // Stopped with pi even when pi is killed outright (see `pi_tools::shell::reaper`): the
+        // reaper runs before the server does and hears of its group right after the spawn.
+        pi_tools::shell::reaper::ready();
         let mut child = cmd.spawn().map_err(|e| {
             (
                 McpError::Other(spawn_error(&params.command, &e)),
@@ -99,7 +102,6 @@ impl McpClient {
             )
         })?;
         let pid = child.id();
-        // Stopped with pi even when pi is killed outright (see `pi_tools::shell::reaper`).
         if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
             pi_tools::shell::reaper::notify(pid, true);
         }

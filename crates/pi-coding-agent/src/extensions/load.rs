@@ -323,7 +323,7 @@ pub fn needs_hint(errors: &[Diagnostic]) -> bool {
 /// Starts the extension host; its process group is stopped with pi even when pi is killed
 /// outright (Node itself also has the parent-death signal; what extensions start does not).
 pub(crate) fn start_host(cwd: &Path) -> Result<Host, pi_ext_host::StartError> {
-    let host = Host::start(cwd)?;
+    let host = Host::start_with(cwd, pi_tools::shell::reaper::watch)?;
     if let Some(pgid) = host.pgid() {
         pi_tools::shell::reaper::notify(pgid, true);
     }

@@ -3,7 +3,7 @@
 //! send SIGKILL to the whole group. Like Pi, after the shell exits we keep reading while its
 //! background children write, and stop once the pipe closes or stays quiet for 100 ms.
 
-use super::reaper::kill_group;
+use super::reaper::{has_members, kill_group};
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -95,17 +95,6 @@ fn finished(pgid: i32) {
     }
 }
 
-/// Whether any process is still in group `pgid` (signal 0 checks without sending).
-fn has_members(pgid: i32) -> bool {
-    if pgid <= 0 {
-        return false;
-    }
-    // SAFETY: kill(2) with signal 0 takes plain integers and sends nothing.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::kill(-pgid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 /// Kills the process groups of every command still running (for SIGTERM/SIGHUP handling).
 pub fn kill_running_shells() {
     let groups: Vec<i32> = match RUNNING_GROUPS.lock() {
@@ -166,6 +155,9 @@ impl ShellProcess {
             .stderr(Stdio::from(write_end_2))
             .process_group(0)
             .kill_on_drop(false);
+        // Not `reaper::watch`: its hook would make std fork instead of posix_spawn (see
+        // `reaper`). Started first, the reaper hears of the group right after `spawn` returns.
+        super::reaper::ready();
         let child = command.spawn().map_err(|e| {
             format!(
                 "spawn {} {}",
