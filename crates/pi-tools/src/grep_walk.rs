@@ -58,6 +58,7 @@ pub(crate) fn search_in_order(
             let (job_rx, done_tx) = (&job_rx, done_tx.clone());
             scope.spawn(move || {
                 let mut searcher = make_searcher();
+                let mut buf = Vec::new();
                 loop {
                     let job = lock(job_rx).recv();
                     let Ok((first, paths)) = job else { break };
@@ -67,7 +68,7 @@ pub(crate) fn search_in_order(
                             let outcome = if cancel.is_cancelled() {
                                 FileOutcome::Lines(Vec::new())
                             } else {
-                                search_file(&mut searcher, matcher, &path, limit)
+                                search_file(&mut searcher, matcher, &path, limit, &mut buf)
                             };
                             (i, path, outcome)
                         })
@@ -153,19 +154,170 @@ impl Sink for Collect {
     }
 }
 
+/// Files up to this size are read whole and searched as a slice. It is the searcher's first
+/// buffer: the reader path (ripgrep's for a walk) looks for binary data in each buffer it
+/// fills, the slice path only in the first this many bytes, so within it both agree.
+const WHOLE_FILE: usize = 64 * 1024;
+
+/// Searches `path` like `Searcher::search_path`, with the same results: a file of at most
+/// [`WHOLE_FILE`] bytes is read in one call into `buf` (reused between files) and searched as a
+/// slice, without the reader path's BOM sniffing read and copy through its decoder (a byte
+/// order mark still sends the slice to the transcoding path); a longer one continues on the
+/// reader path from what was read.
 fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
     path: &PathBuf,
     limit: usize,
+    buf: &mut Vec<u8>,
 ) -> FileOutcome {
     let mut sink = Collect {
         lines: Vec::new(),
         matches: 0,
         limit,
     };
-    match searcher.search_path(matcher, path, &mut sink) {
+    let searched = match read_head(path, buf) {
+        Ok(None) => searcher.search_slice(matcher, buf, &mut sink),
+        Ok(Some(rest)) => {
+            searcher.search_reader(matcher, std::io::Read::chain(&buf[..], rest), &mut sink)
+        }
+        Err(err) => Err(err),
+    };
+    match searched {
         Ok(()) => FileOutcome::Lines(sink.lines),
         Err(err) => FileOutcome::Failed(err.to_string()),
+    }
+}
+
+/// Reads `path` into `buf` up to one byte past [`WHOLE_FILE`]: `None` when that was all of it,
+/// else the open file positioned after the bytes in `buf`.
+fn read_head(path: &PathBuf, buf: &mut Vec<u8>) -> std::io::Result<Option<std::fs::File>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    buf.clear();
+    buf.resize(WHOLE_FILE + 1, 0);
+    let mut filled = 0;
+    loop {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                filled += n;
+                if filled == buf.len() {
+                    return Ok(Some(file));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grep_regex::RegexMatcherBuilder;
+    use grep_searcher::{BinaryDetection, SearcherBuilder};
+
+    fn outcome_text(o: &FileOutcome) -> String {
+        match o {
+            FileOutcome::Lines(lines) => lines
+                .iter()
+                .map(|(n, t, m)| {
+                    format!(
+                        "{n}{}{}",
+                        if *m { ':' } else { '-' },
+                        String::from_utf8_lossy(t)
+                    )
+                })
+                .collect(),
+            FileOutcome::Failed(e) => format!("failed: {e}"),
+        }
+    }
+
+    /// Whole-file slices and the reader path give the same lines for every case the two
+    /// could part on: sizes around the cut, binary bytes before and after the first buffer,
+    /// byte order marks, context lines, files without a final newline, a missing file.
+    #[test]
+    fn reading_whole_files_finds_what_the_reader_path_finds() {
+        let dir = std::env::temp_dir().join(format!("pi-grep-walk-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = b"alpha needle beta\n";
+        let filler = |n: usize| -> Vec<u8> { b"x".repeat(n) };
+        let mut cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", Vec::new()),
+            ("small", [&line[..], b"no\n", line].concat()),
+            ("no-final-newline", b"needle".to_vec()),
+            ("utf8-bom", [&b"\xEF\xBB\xBF"[..], line].concat()),
+            (
+                "utf16le-bom",
+                [
+                    &b"\xFF\xFE"[..],
+                    &"needle\n"
+                        .encode_utf16()
+                        .flat_map(u16::to_le_bytes)
+                        .collect::<Vec<u8>>(),
+                ]
+                .concat(),
+            ),
+            ("nul-early", [&line[..], b"\0\n", line].concat()),
+        ];
+        for size in [WHOLE_FILE - 1, WHOLE_FILE, WHOLE_FILE + 1, 3 * WHOLE_FILE] {
+            let mut text = line.to_vec();
+            text.extend(filler(size.saturating_sub(2 * line.len() + 1)));
+            text.push(b'\n');
+            text.extend_from_slice(line);
+            text.truncate(size);
+            cases.push(("sized", text.clone()));
+            let mut late_nul = text;
+            late_nul.extend(filler(2 * WHOLE_FILE));
+            late_nul.extend_from_slice(b"\0\n");
+            late_nul.extend_from_slice(line);
+            cases.push(("nul-late", late_nul));
+        }
+        let matcher = RegexMatcherBuilder::new()
+            .line_terminator(Some(b'\n'))
+            .build("needle")
+            .unwrap();
+        for context in [0, 1] {
+            let make = || {
+                SearcherBuilder::new()
+                    .line_number(true)
+                    .before_context(context)
+                    .after_context(context)
+                    .binary_detection(BinaryDetection::quit(b'\x00'))
+                    .build()
+            };
+            let mut buf = Vec::new();
+            for (i, (name, bytes)) in cases.iter().enumerate() {
+                let path = dir.join(format!("{i}-{name}"));
+                std::fs::write(&path, bytes).unwrap();
+                let ours = search_file(&mut make(), &matcher, &path, 100, &mut buf);
+                let mut sink = Collect {
+                    lines: Vec::new(),
+                    matches: 0,
+                    limit: 100,
+                };
+                let theirs = match make().search_path(&matcher, &path, &mut sink) {
+                    Ok(()) => FileOutcome::Lines(sink.lines),
+                    Err(e) => FileOutcome::Failed(e.to_string()),
+                };
+                assert_eq!(
+                    outcome_text(&ours),
+                    outcome_text(&theirs),
+                    "{name} ({} bytes), context {context}",
+                    bytes.len()
+                );
+            }
+            let missing = dir.join("missing");
+            let ours = search_file(&mut make(), &matcher, &missing, 100, &mut buf);
+            assert!(
+                outcome_text(&ours).starts_with("failed: "),
+                "{}",
+                outcome_text(&ours)
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
