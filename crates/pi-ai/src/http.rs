@@ -141,7 +141,7 @@ pub async fn get_text(
 }
 
 /// A POST request with a JSON body.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Request {
     pub url: String,
     pub headers: Vec<(String, String)>,

@@ -122,7 +122,14 @@ pub async fn start_stream(
     let max_retries = options.max_retries.unwrap_or(0);
     let mut attempt = 0;
     loop {
-        let e = match http::send(req.clone(), &options.cancel, options.idle_timeout).await {
+        // The body is the whole transcript: it is copied only while a retry may still need it,
+        // and the last attempt (`provider_retry::next` gives up from `max_retries` on) takes it.
+        let this_attempt = if attempt < max_retries {
+            req.clone()
+        } else {
+            std::mem::take(&mut req)
+        };
+        let e = match http::send(this_attempt, &options.cancel, options.idle_timeout).await {
             Ok(resp) => {
                 if let Some(hooks) = &options.hooks {
                     hooks.response(resp.status(), resp.headers()).await;
