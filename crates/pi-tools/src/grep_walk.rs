@@ -177,8 +177,8 @@ fn search_file(
         limit,
     };
     let searched = match read_head(path, buf) {
-        Ok(None) => searcher.search_slice(matcher, buf, &mut sink),
-        Ok(Some(rest)) => {
+        Ok(Head::Whole(len)) => searcher.search_slice(matcher, &buf[..len], &mut sink),
+        Ok(Head::Longer(rest)) => {
             searcher.search_reader(matcher, std::io::Read::chain(&buf[..], rest), &mut sink)
         }
         Err(err) => Err(err),
@@ -189,29 +189,36 @@ fn search_file(
     }
 }
 
-/// Reads `path` into `buf` up to one byte past [`WHOLE_FILE`]: `None` when that was all of it,
-/// else the open file positioned after the bytes in `buf`.
-fn read_head(path: &PathBuf, buf: &mut Vec<u8>) -> std::io::Result<Option<std::fs::File>> {
+/// What [`read_head`] found.
+enum Head {
+    /// The whole file: the first this many bytes of the buffer.
+    Whole(usize),
+    /// More than [`WHOLE_FILE`] bytes: the buffer is full and the file positioned after it.
+    Longer(std::fs::File),
+}
+
+/// Reads `path` into `buf` up to one byte past [`WHOLE_FILE`]. The buffer keeps its length
+/// between files (it is only overwritten), so no file pays for clearing it.
+fn read_head(path: &PathBuf, buf: &mut Vec<u8>) -> std::io::Result<Head> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
-    buf.clear();
-    buf.resize(WHOLE_FILE + 1, 0);
+    if buf.len() != WHOLE_FILE + 1 {
+        buf.resize(WHOLE_FILE + 1, 0);
+    }
     let mut filled = 0;
     loop {
         match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
+            Ok(0) => return Ok(Head::Whole(filled)),
             Ok(n) => {
                 filled += n;
                 if filled == buf.len() {
-                    return Ok(Some(file));
+                    return Ok(Head::Longer(file));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    buf.truncate(filled);
-    Ok(None)
 }
 
 #[cfg(test)]
