@@ -283,16 +283,22 @@ fn stdout_failed(e: &io::Error) -> ! {
 
 /// The writer thread; join it to flush everything queued before it.
 pub struct Writer {
-    handle: Mutex<Option<JoinHandle<()>>>,
+    handle: Option<JoinHandle<()>>,
+    /// Disconnected when the writer thread ends (its sender is dropped then).
+    ended: std::sync::mpsc::Receiver<()>,
     sink: Arc<Sink>,
 }
 
 impl Writer {
-    /// Waits until every queued record was written, then writes the collected updates (there
-    /// are some only if nothing was queued after them). Call after dropping all [`Output`]s.
-    pub fn finish(&self) {
-        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
-        if let Some(h) = handle {
+    /// Waits up to `grace` until every queued record was written, then writes the collected
+    /// updates (there are some only if nothing was queued after them). Call after dropping all
+    /// [`Output`]s. A client that stopped reading cannot hold the exit longer than `grace`.
+    pub fn finish_within(mut self, grace: std::time::Duration) {
+        use std::sync::mpsc::RecvTimeoutError;
+        if let Err(RecvTimeoutError::Timeout) = self.ended.recv_timeout(grace) {
+            return;
+        }
+        if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
         let collected = std::mem::take(&mut *lock(&self.sink.gate));
@@ -314,9 +320,13 @@ pub fn start() -> io::Result<(Output, Writer)> {
     let (tx, rx) = mpsc::channel::<Item>(CHANNEL_RECORDS);
     let writer_sink = sink.clone();
     let writer_sink_for_finish = sink.clone();
+    let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
     let handle = std::thread::Builder::new()
         .name("stdout-writer".into())
-        .spawn(move || write_loop(writer_sink, rx))?;
+        .spawn(move || {
+            write_loop(writer_sink, rx);
+            drop(ended_tx);
+        })?;
     Ok((
         Output {
             tx,
@@ -324,7 +334,8 @@ pub fn start() -> io::Result<(Output, Writer)> {
             muted: false,
         },
         Writer {
-            handle: Mutex::new(Some(handle)),
+            handle: Some(handle),
+            ended,
             sink: writer_sink_for_finish,
         },
     ))

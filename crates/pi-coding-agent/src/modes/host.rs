@@ -38,12 +38,7 @@ where
     };
     let code = runtime.block_on(main(out));
     // Every Output clone is gone now, so the writer ends after draining its queue.
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        writer.finish();
-        let _ = done_tx.send(());
-    });
-    let _ = done_rx.recv_timeout(FLUSH_GRACE);
+    writer.finish_within(FLUSH_GRACE);
     runtime.shutdown_background();
     code
 }
