@@ -100,7 +100,16 @@ fn decimal_digits(repr: &str) -> (String, i32) {
 
 /// Serializes `value` the way `JSON.stringify` would have.
 pub fn to_js_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    let mut out = Vec::with_capacity(128);
+    to_js_string_sized(value, 128)
+}
+
+/// [`to_js_string`] into a buffer of `capacity` bytes to start with (a good guess saves the
+/// copies and fresh pages of growing a large output by doubling).
+pub fn to_js_string_sized<T: Serialize + ?Sized>(
+    value: &T,
+    capacity: usize,
+) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(capacity);
     let mut ser = serde_json::Serializer::with_formatter(&mut out, JsFormatter);
     value.serialize(&mut ser)?;
     // SAFETY: serde_json writes the bytes of the `&str`s it is given (whole, or split at ASCII

@@ -119,10 +119,51 @@ pub fn serialize_str<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error>
     if text.len() < FAST_MIN_LEN {
         return s.serialize_str(text);
     }
-    let literal = json_str_literal(text);
-    let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-    raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
-    raw.end()
+    // The literal is built in a per-thread scratch buffer: a request body escapes every long
+    // text of the transcript, and a fresh allocation each was a measurable share of a turn.
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut literal) => {
+            literal.clear();
+            push_json_str(&mut literal, text);
+            let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+            raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
+            let done = raw.end();
+            if literal.capacity() > SCRATCH_KEEP {
+                *literal = String::new();
+            }
+            done
+        }
+        // Only if a serializer came back here while writing the fragment.
+        Err(_) => {
+            let literal = json_str_literal(text);
+            let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+            raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
+            raw.end()
+        }
+    })
+}
+
+/// The largest scratch buffer a thread keeps between strings (an idle process holds no more).
+const SCRATCH_KEEP: usize = 256 * 1024;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// About how many bytes `JSON.stringify(value)` takes: the strings' lengths, two quotes each, and
+/// a few bytes per other item. Escapes and long numbers are not counted, so it may fall short.
+pub fn estimated_js_len(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| estimated_js_len(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + estimated_js_len(v))
+                .sum::<usize>()
+        }
+        _ => 5,
+    }
 }
 
 /// Serializes a `serde_json::Value` as its own impl does, its long strings through
@@ -154,7 +195,9 @@ impl Serialize for JsValue<'_> {
 
 /// `JSON.stringify(value)` through [`JsValue`].
 pub fn value_to_js_string(value: &Value) -> Result<String, serde_json::Error> {
-    crate::json::to_js_string(&JsValue(value))
+    // A tenth more than the estimate covers typical escapes without a regrowth.
+    let guess = estimated_js_len(value);
+    crate::json::to_js_string_sized(&JsValue(value), guess + guess / 10)
 }
 
 #[cfg(test)]
@@ -197,6 +240,26 @@ mod tests {
             json_str_literal(&noisy),
             serde_json::to_string(&noisy).unwrap()
         );
+    }
+
+    #[test]
+    fn the_length_estimate_is_close_for_plain_text() {
+        let v = serde_json::json!({"messages": [{"role": "user", "content": "x".repeat(5000)}], "n": 1});
+        let exact = to_js_string(&v).unwrap().len();
+        let guess = estimated_js_len(&v);
+        assert!(
+            guess <= exact + 16 && guess + 16 >= exact,
+            "{guess} vs {exact}"
+        );
+    }
+
+    #[test]
+    fn long_strings_serialize_through_the_scratch_buffer() {
+        // serde_json::to_value parses each fragment back into a string.
+        let long = "é\n\"".repeat(100);
+        let v = serde_json::json!([long, {"k": long}]);
+        assert_eq!(serde_json::to_value(JsValue(&v)).unwrap(), v);
+        assert_eq!(value_to_js_string(&v).unwrap(), to_js_string(&v).unwrap());
     }
 
     #[test]
