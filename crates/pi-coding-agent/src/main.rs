@@ -7,7 +7,6 @@ use pi_coding_agent::{PI_VERSION, runtime};
 use std::io::IsTerminal;
 
 fn main() {
-    one_malloc_arena();
     // The copy of this binary that stops pi's children once pi is gone (see the module).
     if std::env::var_os(pi_tools::shell::reaper::ENV).is_some() {
         std::process::exit(pi_tools::shell::reaper::run());
@@ -16,19 +15,6 @@ fn main() {
     mark_agent_environment();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     std::process::exit(run(&argv));
-}
-
-/// glibc gives each new thread that allocates a heap arena of its own (a 64 MiB reservation,
-/// trimmed with munmap, and fresh pages faulted in): in a short agent with four threads that was
-/// ~3% of its CPU time. pi's threads allocate little and mostly from their tcache, so one arena
-/// serves them all. Must run before the first thread starts.
-#[allow(unsafe_code)]
-fn one_malloc_arena() {
-    // SAFETY: mallopt only sets an allocator parameter; no other thread exists yet.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
 }
 
 fn run(argv: &[String]) -> i32 {
