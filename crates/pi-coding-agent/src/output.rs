@@ -283,7 +283,7 @@ fn stdout_failed(e: &io::Error) -> ! {
 
 /// The writer thread; join it to flush everything queued before it.
 pub struct Writer {
-    handle: Option<JoinHandle<()>>,
+    handle: JoinHandle<()>,
     /// Disconnected when the writer thread ends (its sender is dropped then).
     ended: std::sync::mpsc::Receiver<()>,
     sink: Arc<Sink>,
@@ -293,14 +293,12 @@ impl Writer {
     /// Waits up to `grace` until every queued record was written, then writes the collected
     /// updates (there are some only if nothing was queued after them). Call after dropping all
     /// [`Output`]s. A client that stopped reading cannot hold the exit longer than `grace`.
-    pub fn finish_within(mut self, grace: std::time::Duration) {
+    pub fn finish_within(self, grace: std::time::Duration) {
         use std::sync::mpsc::RecvTimeoutError;
         if let Err(RecvTimeoutError::Timeout) = self.ended.recv_timeout(grace) {
             return;
         }
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+        let _ = self.handle.join();
         let collected = std::mem::take(&mut *lock(&self.sink.gate));
         if let Err(e) = Blocking(self.sink.clone()).write_all(&collected) {
             eprintln!("pi: stdout write failed: {e}");
@@ -334,7 +332,7 @@ pub fn start() -> io::Result<(Output, Writer)> {
             muted: false,
         },
         Writer {
-            handle: Some(handle),
+            handle,
             ended,
             sink: writer_sink_for_finish,
         },

@@ -119,40 +119,32 @@ pub fn serialize_str<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error>
     if text.len() < FAST_MIN_LEN {
         return s.serialize_str(text);
     }
-    // The literal is built in a per-thread scratch buffer: a request body escapes every long
-    // text of the transcript, and a fresh allocation each was a measurable share of a turn.
-    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut literal) => {
-            literal.clear();
-            push_json_str(&mut literal, text);
-            let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-            raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
-            let done = raw.end();
-            if literal.capacity() > SCRATCH_KEEP {
-                *literal = String::new();
-            }
-            done
-        }
-        // Only if a serializer came back here while writing the fragment.
-        Err(_) => {
-            let literal = json_str_literal(text);
-            let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-            raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
-            raw.end()
-        }
-    })
+    // The literal is built in a per-thread scratch buffer (a request body escapes every long
+    // text of the transcript; this saves an allocation and free for each).
+    // Taken out while in use, so a serializer that came back here would just get a new one.
+    let mut literal = SCRATCH.take();
+    literal.clear();
+    push_json_str(&mut literal, text);
+    let done = s.serialize_struct(RAW_VALUE_TOKEN, 1).and_then(|mut raw| {
+        raw.serialize_field(RAW_VALUE_TOKEN, literal.as_str())?;
+        raw.end()
+    });
+    if literal.capacity() <= SCRATCH_KEEP {
+        SCRATCH.set(literal);
+    }
+    done
 }
 
 /// The largest scratch buffer a thread keeps between strings (an idle process holds no more).
 const SCRATCH_KEEP: usize = 256 * 1024;
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    static SCRATCH: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
 /// About how many bytes `JSON.stringify(value)` takes: the strings' lengths, two quotes each, and
 /// a few bytes per other item. Escapes and long numbers are not counted, so it may fall short.
-pub fn estimated_js_len(value: &Value) -> usize {
+fn estimated_js_len(value: &Value) -> usize {
     match value {
         Value::String(text) => text.len() + 2,
         Value::Array(items) => 2 + items.iter().map(|v| estimated_js_len(v) + 1).sum::<usize>(),
