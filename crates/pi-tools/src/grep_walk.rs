@@ -6,16 +6,44 @@ use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::channel;
 use tokio_util::sync::CancellationToken;
 
-/// Files walked ahead of the next one to report: from the first size, doubled per result, up
-/// to the last.
+/// Files walked ahead of the next one to report: from the first size, then as many as the
+/// matches seen so far say the limit needs (doubling while none were seen), up to the last.
 const FIRST_WINDOW: usize = 8;
 const LAST_WINDOW: usize = 1024;
-/// Files handed to a worker at once: one wake-up and one hand-off per batch instead of per
-/// file (on a tree of small files those cost about as much as the search).
+/// Most files handed to a worker at once: one wake-up and one hand-off per batch instead of
+/// per file (on a tree of small files those cost about as much as the search). A smaller
+/// window is split evenly between the workers.
 const BATCH: usize = 32;
+
+/// The number of search threads, asked once per process: the standard library reads the
+/// cgroup's CPU quota files on every call.
+fn workers() -> usize {
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8)
+    })
+}
+
+/// How many files past the `consumed` ones to have in flight: enough for the matches still
+/// missing (one past `limit`, so that the limit shows as reached) at the rate seen so far,
+/// with a quarter more in case the rate drops. Reading much further would only search files
+/// whose results are thrown away once the limit is hit.
+fn next_window(window: usize, consumed: usize, matched: usize, limit: usize) -> usize {
+    if matched == 0 {
+        return (window * 2).min(LAST_WINDOW);
+    }
+    let missing = (limit + 1).saturating_sub(matched);
+    let files = missing.saturating_mul(consumed).div_ceil(matched);
+    files
+        .saturating_add(files / 4)
+        .clamp(FIRST_WINDOW, LAST_WINDOW)
+}
 
 /// One line the search reported: number, bytes (with terminator), whether it matched.
 pub(crate) type Line = (u64, Vec<u8>, bool);
@@ -44,18 +72,21 @@ pub(crate) fn search_in_order(
     on_error: &mut dyn FnMut(String),
     mut consume: impl FnMut(&PathBuf, FileOutcome) -> bool,
 ) {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
+    let workers = workers();
     let mut walk = walk;
     let (job_tx, job_rx) = channel::<(usize, Vec<PathBuf>)>();
     let job_rx = Mutex::new(job_rx);
+    // Set when this thread leaves (limit reached, cancelled, walk done): the workers skip the
+    // rest of the batch in hand instead of searching files whose results nobody reads, which
+    // the scope's end would wait for.
+    let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         // Owned by this closure: leaving it (early on a limit or cancel) ends the workers.
         let job_tx = job_tx;
+        let _stop = StopOnDrop(&stop);
         let (done_tx, done_rx) = channel::<Vec<(usize, PathBuf, FileOutcome)>>();
         for _ in 0..workers {
-            let (job_rx, done_tx) = (&job_rx, done_tx.clone());
+            let (job_rx, done_tx, stop) = (&job_rx, done_tx.clone(), &stop);
             scope.spawn(move || {
                 let mut searcher = make_searcher();
                 let mut buf = Vec::new();
@@ -65,7 +96,7 @@ pub(crate) fn search_in_order(
                     let results = (first..)
                         .zip(paths)
                         .map(|(i, path)| {
-                            let outcome = if cancel.is_cancelled() {
+                            let outcome = if cancel.is_cancelled() || stop.load(Relaxed) {
                                 FileOutcome::Lines(Vec::new())
                             } else {
                                 search_file(&mut searcher, matcher, &path, limit, &mut buf)
@@ -81,19 +112,20 @@ pub(crate) fn search_in_order(
         }
         drop(done_tx);
         let mut window = FIRST_WINDOW;
-        let (mut sent, mut consumed) = (0usize, 0usize);
+        let (mut sent, mut consumed, mut matched) = (0usize, 0usize, 0usize);
         let mut walk_done = false;
         let mut parked: BTreeMap<usize, (PathBuf, FileOutcome)> = BTreeMap::new();
         let mut batch: Vec<PathBuf> = Vec::with_capacity(BATCH);
         loop {
+            let batch_size = window.div_ceil(workers).clamp(1, BATCH);
             while !walk_done && sent - consumed < window {
                 match walk.next() {
                     Some(Ok(path)) => {
                         batch.push(path);
                         sent += 1;
-                        if batch.len() == BATCH
+                        if batch.len() == batch_size
                             && job_tx
-                                .send((sent - BATCH, std::mem::take(&mut batch)))
+                                .send((sent - batch_size, std::mem::take(&mut batch)))
                                 .is_err()
                         {
                             return;
@@ -120,14 +152,26 @@ pub(crate) fn search_in_order(
             }
             while let Some((path, outcome)) = parked.remove(&consumed) {
                 consumed += 1;
+                if let FileOutcome::Lines(lines) = &outcome {
+                    matched += lines.iter().filter(|(_, _, is_match)| *is_match).count();
+                }
                 if !consume(&path, outcome) {
                     // Dropping the job sender ends the workers after their current file.
                     return;
                 }
             }
-            window = (window * 2).min(LAST_WINDOW);
+            window = next_window(window, consumed, matched, limit);
         }
     });
+}
+
+/// Raises its flag when dropped, however the scope's closure is left.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Relaxed);
+    }
 }
 
 /// A file's lines, up to the one match past `limit` (all the output ever needs from one file).

@@ -170,6 +170,47 @@ async fn unreadable_files_fail_with_nodes_texts() {
     assert_eq!(err, "Could not edit file: secret.txt. Error code: EACCES.");
 }
 
+/// The search reads ahead by what the matches seen so far predict: a walk whose match rate
+/// drops (dense files, then sparse ones) or rises (sparse, then dense) must still give the
+/// first `limit` matches in walk order, and the limit notice exactly when more exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_limit_holds_when_the_match_rate_changes_along_the_walk() {
+    for (name, dense_first) in [("falling", true), ("rising", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut expected = Vec::new();
+        for f in 0..600 {
+            let dense = (f < 40) == dense_first;
+            let count = if dense { 3 } else { usize::from(f % 37 == 0) };
+            let lines: Vec<String> = (0..count).map(|i| format!("needle {f} {i}")).collect();
+            let body = format!("a\n{}\nb\n", lines.join("\n"));
+            std::fs::write(dir.path().join(format!("f{f:03}.txt")), body).unwrap();
+            expected.extend((0..count).map(|i| format!("f{f:03}.txt:{}: needle {f} {i}", i + 2)));
+        }
+        let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+        for limit in [1, 7, 100, 130, expected.len(), expected.len() + 1] {
+            let result = grep
+                .execute(invocation(json!({"pattern": "needle", "limit": limit})))
+                .await
+                .unwrap();
+            let pi_protocol::UserBlock::Text(text) = &result.content[0] else {
+                panic!("not text")
+            };
+            let matches: Vec<&str> = text
+                .text
+                .lines()
+                .filter(|l| l.contains(": needle"))
+                .collect();
+            assert_eq!(
+                matches,
+                expected[..limit.min(expected.len())],
+                "{name}, limit {limit}"
+            );
+            let notice = text.text.contains("matches limit reached");
+            assert_eq!(notice, limit < expected.len(), "{name}, limit {limit}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grep_reports_files_in_sorted_walk_order_and_stops_at_the_limit() {
     // Enough files for the parallel search to run ahead of the ordered report many times over.
