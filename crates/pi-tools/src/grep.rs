@@ -5,7 +5,7 @@
 //! results are deterministic.
 
 use crate::config::ToolsConfig;
-use crate::grep_walk::{FileOutcome, search_in_order};
+use crate::grep_walk::{FileOutcome, SearchSpec, search_in_order};
 use crate::paths::resolve_to_cwd;
 use crate::tool_util::{
     aborted, bool_arg, declaration, effective_limit, num_arg, prop, str_arg, text_result,
@@ -276,13 +276,15 @@ fn grep(
             Ok(_) => None,
             Err(err) => Some(Err(format!("rg: {err}"))),
         });
-        let make_searcher = || searcher(context, BinaryDetection::quit(b'\x00'));
+        let spec = SearchSpec {
+            matcher,
+            make_searcher: Box::new(move || searcher(context, BinaryDetection::quit(b'\x00'))),
+            limit,
+        };
         let mut walk_errors = Vec::new();
         search_in_order(
             files,
-            &matcher,
-            &make_searcher,
-            limit,
+            spec,
             cancel,
             &mut |e| walk_errors.push(e),
             |path, outcome| {

@@ -1,11 +1,12 @@
 //! The directory side of `grep`: the files of a name-sorted walk are searched in parallel and
 //! their results handed back strictly in walk order, so output and limits stay deterministic.
 
+use crate::grep_pool::{submit, workers};
 use grep_regex::RegexMatcher;
 use grep_searcher::{Searcher, Sink, SinkContext, SinkMatch};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::channel;
 use tokio_util::sync::CancellationToken;
@@ -18,17 +19,6 @@ const LAST_WINDOW: usize = 1024;
 /// per file (on a tree of small files those cost about as much as the search). A smaller
 /// window is split evenly between the workers.
 const BATCH: usize = 32;
-
-/// The number of search threads, asked once per process: the standard library reads the
-/// cgroup's CPU quota files on every call.
-fn workers() -> usize {
-    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *WORKERS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8)
-    })
-}
 
 /// How many files past the `consumed` ones to have in flight: enough for the matches still
 /// missing (one past `limit`, so that the limit shows as reached) at the rate seen so far,
@@ -54,121 +44,125 @@ pub(crate) enum FileOutcome {
     Failed(String),
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+/// How the files are searched: the same for every file of one call.
+pub(crate) struct SearchSpec {
+    pub matcher: RegexMatcher,
+    pub make_searcher: Box<dyn Fn() -> Searcher + Send + Sync>,
+    /// A file yields at most `limit + 1` matches.
+    pub limit: usize,
 }
 
-/// Searches the files `walk` yields (in its name-sorted order) on worker threads while this
-/// thread walks, calling `consume(path, outcome)` in walk order until it returns false (limit
-/// reached) or `cancel` fires. Walk errors go to `on_error` in order. A file yields at most
-/// `limit + 1` matches. The walk runs ahead of consumption by a window that starts small and
-/// doubles, so a search that hits its limit early reads little more than it shows.
+/// Searches the files `walk` yields (in its name-sorted order) on the search threads
+/// (`grep_pool`) while this thread walks, calling `consume(path, outcome)` in walk order until it
+/// returns false (limit reached) or `cancel` fires. Walk errors go to `on_error` in order. The
+/// walk runs ahead of consumption by a window that starts small and then follows the matches
+/// seen, so a search that hits its limit early reads little more than it shows.
 pub(crate) fn search_in_order(
     walk: impl Iterator<Item = Result<PathBuf, String>>,
-    matcher: &RegexMatcher,
-    make_searcher: &(dyn Fn() -> Searcher + Sync),
-    limit: usize,
+    spec: SearchSpec,
     cancel: &CancellationToken,
     on_error: &mut dyn FnMut(String),
     mut consume: impl FnMut(&PathBuf, FileOutcome) -> bool,
 ) {
     let workers = workers();
+    let limit = spec.limit;
+    let spec = Arc::new(spec);
+    // Raised when this call is over (limit reached, cancelled, walk done): jobs still queued or
+    // running for it skip their files instead of searching what nobody will read.
+    let stop = Arc::new(AtomicBool::new(false));
+    let _stop = StopOnDrop(stop.clone());
+    let (done_tx, done_rx) = channel::<Vec<(usize, PathBuf, FileOutcome)>>();
+    let send_batch = |first: usize, paths: Vec<PathBuf>| {
+        let (spec, stop, cancel, done_tx) =
+            (spec.clone(), stop.clone(), cancel.clone(), done_tx.clone());
+        submit(Box::new(move |buf: &mut Vec<u8>| {
+            let mut searcher =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.make_searcher)()))
+                    .ok();
+            let results = (first..)
+                .zip(paths)
+                .map(|(i, path)| {
+                    let outcome = if cancel.is_cancelled() || stop.load(Relaxed) {
+                        FileOutcome::Lines(Vec::new())
+                    } else if let Some(searcher) = &mut searcher {
+                        search_guarded(searcher, &spec, &path, buf)
+                    } else {
+                        FileOutcome::Failed(PANICKED.into())
+                    };
+                    (i, path, outcome)
+                })
+                .collect();
+            let _ = done_tx.send(results);
+        }));
+    };
     let mut walk = walk;
-    let (job_tx, job_rx) = channel::<(usize, Vec<PathBuf>)>();
-    let job_rx = Mutex::new(job_rx);
-    // Set when this thread leaves (limit reached, cancelled, walk done): the workers skip the
-    // rest of the batch in hand instead of searching files whose results nobody reads, which
-    // the scope's end would wait for.
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        // Owned by this closure: leaving it (early on a limit or cancel) ends the workers.
-        let job_tx = job_tx;
-        let _stop = StopOnDrop(&stop);
-        let (done_tx, done_rx) = channel::<Vec<(usize, PathBuf, FileOutcome)>>();
-        for _ in 0..workers {
-            let (job_rx, done_tx, stop) = (&job_rx, done_tx.clone(), &stop);
-            scope.spawn(move || {
-                let mut searcher = make_searcher();
-                let mut buf = Vec::new();
-                loop {
-                    let job = lock(job_rx).recv();
-                    let Ok((first, paths)) = job else { break };
-                    let results = (first..)
-                        .zip(paths)
-                        .map(|(i, path)| {
-                            let outcome = if cancel.is_cancelled() || stop.load(Relaxed) {
-                                FileOutcome::Lines(Vec::new())
-                            } else {
-                                search_file(&mut searcher, matcher, &path, limit, &mut buf)
-                            };
-                            (i, path, outcome)
-                        })
-                        .collect();
-                    if done_tx.send(results).is_err() {
-                        break;
+    let mut window = FIRST_WINDOW;
+    let (mut sent, mut consumed, mut matched) = (0usize, 0usize, 0usize);
+    let mut walk_done = false;
+    let mut parked: BTreeMap<usize, (PathBuf, FileOutcome)> = BTreeMap::new();
+    let mut batch: Vec<PathBuf> = Vec::with_capacity(BATCH);
+    loop {
+        let batch_size = window.div_ceil(workers).clamp(1, BATCH);
+        while !walk_done && sent - consumed < window {
+            match walk.next() {
+                Some(Ok(path)) => {
+                    batch.push(path);
+                    sent += 1;
+                    if batch.len() == batch_size {
+                        send_batch(sent - batch_size, std::mem::take(&mut batch));
                     }
                 }
-            });
+                Some(Err(e)) => on_error(e),
+                None => walk_done = true,
+            }
         }
-        drop(done_tx);
-        let mut window = FIRST_WINDOW;
-        let (mut sent, mut consumed, mut matched) = (0usize, 0usize, 0usize);
-        let mut walk_done = false;
-        let mut parked: BTreeMap<usize, (PathBuf, FileOutcome)> = BTreeMap::new();
-        let mut batch: Vec<PathBuf> = Vec::with_capacity(BATCH);
-        loop {
-            let batch_size = window.div_ceil(workers).clamp(1, BATCH);
-            while !walk_done && sent - consumed < window {
-                match walk.next() {
-                    Some(Ok(path)) => {
-                        batch.push(path);
-                        sent += 1;
-                        if batch.len() == batch_size
-                            && job_tx
-                                .send((sent - batch_size, std::mem::take(&mut batch)))
-                                .is_err()
-                        {
-                            return;
-                        }
-                    }
-                    Some(Err(e)) => on_error(e),
-                    None => walk_done = true,
-                }
+        if !batch.is_empty() {
+            send_batch(sent - batch.len(), std::mem::take(&mut batch));
+        }
+        if consumed == sent || cancel.is_cancelled() {
+            return;
+        }
+        // Every batch sends its results (a panic is reported as failed files; this function
+        // holds a sender too, so a lost batch would wait forever), so this wait ends.
+        let Ok(results) = done_rx.recv() else {
+            return;
+        };
+        for (i, path, outcome) in results {
+            parked.insert(i, (path, outcome));
+        }
+        while let Some((path, outcome)) = parked.remove(&consumed) {
+            consumed += 1;
+            if let FileOutcome::Lines(lines) = &outcome {
+                matched += lines.iter().filter(|(_, _, is_match)| *is_match).count();
             }
-            if !batch.is_empty() {
-                let first = sent - batch.len();
-                if job_tx.send((first, std::mem::take(&mut batch))).is_err() {
-                    return;
-                }
-            }
-            if consumed == sent || cancel.is_cancelled() {
+            if !consume(&path, outcome) {
                 return;
             }
-            let Ok(results) = done_rx.recv() else {
-                return;
-            };
-            for (i, path, outcome) in results {
-                parked.insert(i, (path, outcome));
-            }
-            while let Some((path, outcome)) = parked.remove(&consumed) {
-                consumed += 1;
-                if let FileOutcome::Lines(lines) = &outcome {
-                    matched += lines.iter().filter(|(_, _, is_match)| *is_match).count();
-                }
-                if !consume(&path, outcome) {
-                    // Dropping the job sender ends the workers after their current file.
-                    return;
-                }
-            }
-            window = next_window(window, consumed, matched, limit);
         }
-    });
+        window = next_window(window, consumed, matched, limit);
+    }
 }
 
-/// Raises its flag when dropped, however the scope's closure is left.
-struct StopOnDrop<'a>(&'a AtomicBool);
+/// A file's error when its search panicked (a bug, reported rather than losing the file).
+const PANICKED: &str = "the search panicked";
 
-impl Drop for StopOnDrop<'_> {
+/// [`search_file`], with a panic in the search reported as the file's failure.
+fn search_guarded(
+    searcher: &mut Searcher,
+    spec: &SearchSpec,
+    path: &PathBuf,
+    buf: &mut Vec<u8>,
+) -> FileOutcome {
+    let searched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        search_file(searcher, &spec.matcher, path, spec.limit, buf)
+    }));
+    searched.unwrap_or_else(|_| FileOutcome::Failed(PANICKED.into()))
+}
+
+/// Raises its flag when dropped, however the search is left.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Relaxed);
     }

@@ -10,6 +10,7 @@ pub mod edit;
 pub mod find;
 pub mod fs_error;
 pub mod grep;
+mod grep_pool;
 mod grep_walk;
 pub mod image;
 pub mod ls;

@@ -170,6 +170,52 @@ async fn unreadable_files_fail_with_nodes_texts() {
     assert_eq!(err, "Could not edit file: secret.txt. Error code: EACCES.");
 }
 
+/// Concurrent greps share the process's search threads: each still gets exactly what it gets
+/// alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_greps_share_the_search_threads_and_keep_their_own_results() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in 0..300 {
+        let body = format!(
+            "alpha {f}\nbeta {f}\n{}\n",
+            if f % 2 == 0 { "gamma" } else { "" }
+        );
+        std::fs::write(dir.path().join(format!("f{f:03}.txt")), body).unwrap();
+    }
+    let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let text = |result: pi_protocol::tool::AgentToolResult| match &result.content[0] {
+        pi_protocol::UserBlock::Text(t) => t.text.clone(),
+        _ => panic!("not text"),
+    };
+    let calls = [
+        json!({"pattern": "alpha", "limit": 250}),
+        json!({"pattern": "beta \\d*5\\b", "limit": 1000}),
+        json!({"pattern": "gamma", "limit": 7, "context": 1}),
+    ];
+    let mut alone = Vec::new();
+    for args in &calls {
+        alone.push(text(grep.execute(invocation(args.clone())).await.unwrap()));
+    }
+    for _ in 0..5 {
+        let (a, b, c) = tokio::join!(
+            grep.execute(invocation(calls[0].clone())),
+            grep.execute(invocation(calls[1].clone())),
+            grep.execute(invocation(calls[2].clone())),
+        );
+        let together = [text(a.unwrap()), text(b.unwrap()), text(c.unwrap())];
+        assert_eq!(together.as_slice(), alone.as_slice());
+    }
+    assert!(
+        alone[0].contains("250 matches limit reached"),
+        "{}",
+        alone[0]
+    );
+    assert_eq!(
+        alone[1].lines().filter(|l| l.contains(": beta")).count(),
+        30
+    );
+}
+
 /// The search reads ahead by what the matches seen so far predict: a walk whose match rate
 /// drops (dense files, then sparse ones) or rises (sparse, then dense) must still give the
 /// first `limit` matches in walk order, and the limit notice exactly when more exist.
