@@ -98,13 +98,6 @@ pub fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// `s` as a JSON string literal (see [`push_json_str`]).
-pub fn json_str_literal(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + s.len() / 16 + 2);
-    push_json_str(&mut out, s);
-    out
-}
-
 /// Serializes a string like `str`'s own impl, escaping a long one with [`push_json_str`].
 pub struct JsonStr<'a>(pub &'a str);
 
@@ -196,6 +189,13 @@ pub fn value_to_js_string(value: &Value) -> Result<String, serde_json::Error> {
 mod tests {
     use super::*;
     use crate::json::to_js_string;
+
+    /// `s` as a JSON string literal (see [`push_json_str`]).
+    fn json_str_literal(s: &str) -> String {
+        let mut out = String::new();
+        push_json_str(&mut out, s);
+        out
+    }
 
     fn all_bytes_text() -> String {
         let mut s = String::new();
