@@ -412,6 +412,8 @@ fn stream_run(
         r.finish()?;
         Ok(())
     }));
+    let switches_before = agent.context_switches();
+    let cpu_before = agent.cpu_us();
     agent.send(r#"{"id":"p2","type":"prompt","message":"lock-step"}"#)?;
     let mut lat = Vec::with_capacity(LOCKSTEP_DELTAS);
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -426,6 +428,14 @@ fn stream_run(
         } else if is_settled(&line.text) {
             break;
         }
+    }
+    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "    {}: {:.2} context switches and {:.1} µs CPU per delta in lock-step",
+            agent.pid,
+            (agent.context_switches() - switches_before) as f64 / LOCKSTEP_DELTAS as f64,
+            (agent.cpu_us() - cpu_before) as f64 / LOCKSTEP_DELTAS as f64
+        );
     }
     if lat.len() != LOCKSTEP_DELTAS {
         return Err(format!(
@@ -533,6 +543,7 @@ pub(crate) fn turns(
         }
         let mut ends = Vec::new();
         let mut results = Vec::new();
+        let mut timeline = Vec::new();
         for turn in 0..count {
             agent.send(&format!(
                 r#"{{"id":"t{turn}","type":"prompt","message":"run the tools"}}"#
@@ -541,6 +552,9 @@ pub(crate) fn turns(
             let mut these = Vec::new();
             loop {
                 let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
+                if turn + 1 == count {
+                    timeline.push((line.at, record_kind(&line.text), line.text.len()));
+                }
                 if turn > 0 && line.text.starts_with("{\"type\":\"tool_execution_end\"") {
                     these.push(line.text);
                 } else if is_settled(&line.text) {
@@ -560,10 +574,34 @@ pub(crate) fn turns(
             arrivals.push(ctx.mock.arrival(Duration::from_secs(1))?.2);
         }
         let last = arrivals[2 * count - 1].saturating_duration_since(ends[count - 1]);
+        if std::env::var_os("PI_BENCH_TIMELINE").is_some() {
+            let start = ends[count - 1];
+            for (at, kind, len) in &timeline {
+                let ms = at.saturating_duration_since(start).as_secs_f64() * 1e3;
+                eprintln!("    {ms:8.3} ms  {kind} ({len} bytes)");
+            }
+            eprintln!("    {:8.3} ms  next request", ms(last));
+        }
         Ok((ms(last), results))
     })();
     agent.stop();
     r
+}
+
+/// A record's `type` and, for messages, its role: a line of the tool turn's timeline.
+fn record_kind(text: &str) -> String {
+    let field = |name: &str| {
+        let key = format!("\"{name}\":\"");
+        text.find(&key).map(|i| {
+            let rest = &text[i + key.len()..];
+            rest[..rest.find('"').unwrap_or(rest.len())].to_string()
+        })
+    };
+    let kind = field("type").unwrap_or_default();
+    match field("role") {
+        Some(role) if kind.starts_with("message_") => format!("{kind} {role}"),
+        _ => kind,
+    }
 }
 
 /// The arguments of the tool turn's 8 parallel calls, by tool.
@@ -617,6 +655,8 @@ pub struct ToolTurn {
     pub slowest_tool_ms: f64,
     /// The same 8 calls one per turn: the sum of their `durationMs`.
     pub alone_sum_ms: f64,
+    /// The floor only: the turn's shell commands run alone by the harness.
+    pub shells_ms: f64,
 }
 
 /// The `durationMs` of each `tool_execution_end` record in `results`; with
@@ -692,11 +732,16 @@ pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
                     &ctx.ours.path_env,
                     &eight_args(),
                 )?;
-                // Only `ms` is reported for the floor.
+                let shells_ms = crate::tool_floor::shell_commands_alone(
+                    &tree,
+                    &ctx.ours.path_env,
+                    &eight_args(),
+                )?;
                 return Ok(ToolTurn {
                     ms,
                     slowest_tool_ms: f64::NAN,
                     alone_sum_ms: f64::NAN,
+                    shells_ms,
                 });
             }
             let (ms, results) = tool_turn_run(ctx, t, &tree, &eight_calls)?;
@@ -707,6 +752,7 @@ pub fn tool_turn(ctx: &Ctx) -> Res<Vec<Side<ToolTurn>>> {
                 ms,
                 slowest_tool_ms,
                 alone_sum_ms: tools_one_at_a_time(ctx, t, &tree)?,
+                shells_ms: f64::NAN,
             })
         },
     ))

@@ -585,6 +585,13 @@ fn run(cli: Cli) -> Result<(), String> {
                 floor_ms,
                 floor.note(),
             ));
+            // Process creation on this machine: the part of the floor no code of ours runs.
+            rows.push(floor_row(
+                "… the turn's two shell commands alone (`bash -c`, spawned by the harness at once, \
+                 nothing else running), first spawn → last exit",
+                col(floor, |t| t.shells_ms),
+                None,
+            ));
         }
         // Where the turn's time goes: the tools run in parallel, so the slowest one's own
         // time is the part no agent overhead explains.

@@ -62,3 +62,48 @@ async fn run_all(
     }
     Ok(start.elapsed().as_secs_f64() * 1000.0)
 }
+
+/// The turn's shell commands alone: each `bash` call's command run by the shell the tool would
+/// use (`<shell> -c <command>` in the tree, only `PATH` set, output drained), all at once, with
+/// nothing else running. It is what process creation costs on this machine, under the floor
+/// above whatever runs the tools. Returns the wall time from the first spawn to the last exit.
+pub fn shell_commands_alone(
+    tree: &Path,
+    path_env: &str,
+    calls: &[(&'static str, Value)],
+) -> Res<f64> {
+    let shell = pi_tools::shell::env::resolve_shell(None)?;
+    let commands: Vec<&str> = calls
+        .iter()
+        .filter(|(name, _)| *name == "bash")
+        .filter_map(|(_, args)| args.get("command")?.as_str())
+        .collect();
+    let run = || -> Res<f64> {
+        let start = Instant::now();
+        let mut children = Vec::new();
+        for command in &commands {
+            let child = std::process::Command::new(&shell)
+                .arg("-c")
+                .arg(command)
+                .current_dir(tree)
+                .env_clear()
+                .env("PATH", path_env)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("spawn {}: {e}", shell.display()))?;
+            children.push(child);
+        }
+        for child in children {
+            let out = child.wait_with_output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!("a shell command failed: {}", out.status));
+            }
+        }
+        Ok(start.elapsed().as_secs_f64() * 1000.0)
+    };
+    // Warmed up once, as the turn's tools are.
+    run()?;
+    run()
+}
