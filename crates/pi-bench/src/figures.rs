@@ -332,6 +332,18 @@ pub fn stream(ctx: &Ctx) -> Vec<Side<Stream>> {
     )
 }
 
+/// With `PI_BENCH_VERBOSE`: the agent's context switches and CPU per delta since the counts given.
+fn print_cost_per_delta(agent: &Agent, phase: &str, deltas: usize, switches: u64, cpu_us: u64) {
+    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "    {}: {:.2} context switches and {:.1} µs CPU per delta {phase}",
+            agent.pid,
+            (agent.context_switches() - switches) as f64 / deltas as f64,
+            (agent.cpu_us() - cpu_us) as f64 / deltas as f64
+        );
+    }
+}
+
 fn stream_run(
     ctx: &Ctx,
     agent: &mut Agent,
@@ -379,14 +391,13 @@ fn stream_run(
             writes.len()
         ));
     }
-    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
-        eprintln!(
-            "    {}: {:.2} context switches and {:.1} µs CPU per delta during the flood",
-            agent.pid,
-            (agent.context_switches() - switches_before) as f64 / FLOOD_DELTAS as f64,
-            (agent.cpu_us() - cpu_before) as f64 / FLOOD_DELTAS as f64
-        );
-    }
+    print_cost_per_delta(
+        agent,
+        "during the flood",
+        FLOOD_DELTAS,
+        switches_before,
+        cpu_before,
+    );
     let span = reads[FLOOD_DELTAS - 1].saturating_duration_since(writes[0]);
     let records_per_s = FLOOD_DELTAS as f64 / span.as_secs_f64();
     let flood_lat: Vec<f64> = (0..FLOOD_DELTAS)
@@ -429,14 +440,13 @@ fn stream_run(
             break;
         }
     }
-    if std::env::var_os("PI_BENCH_VERBOSE").is_some() {
-        eprintln!(
-            "    {}: {:.2} context switches and {:.1} µs CPU per delta in lock-step",
-            agent.pid,
-            (agent.context_switches() - switches_before) as f64 / LOCKSTEP_DELTAS as f64,
-            (agent.cpu_us() - cpu_before) as f64 / LOCKSTEP_DELTAS as f64
-        );
-    }
+    print_cost_per_delta(
+        agent,
+        "in lock-step",
+        LOCKSTEP_DELTAS,
+        switches_before,
+        cpu_before,
+    );
     if lat.len() != LOCKSTEP_DELTAS {
         return Err(format!(
             "lock-step: {} text_delta records for {LOCKSTEP_DELTAS} deltas",
