@@ -553,6 +553,8 @@ pub(crate) fn turns(
         }
         let mut ends = Vec::new();
         let mut results = Vec::new();
+        // Collected only when asked for: the harness does no more than it must while measuring.
+        let show_timeline = std::env::var_os("PI_BENCH_TIMELINE").is_some();
         let mut timeline = Vec::new();
         for turn in 0..count {
             agent.send(&format!(
@@ -562,7 +564,7 @@ pub(crate) fn turns(
             let mut these = Vec::new();
             loop {
                 let line = agent.next(deadline.saturating_duration_since(Instant::now()))?;
-                if turn + 1 == count {
+                if show_timeline && turn + 1 == count {
                     timeline.push((line.at, record_kind(&line.text), line.text.len()));
                 }
                 if turn > 0 && line.text.starts_with("{\"type\":\"tool_execution_end\"") {
@@ -584,7 +586,7 @@ pub(crate) fn turns(
             arrivals.push(ctx.mock.arrival(Duration::from_secs(1))?.2);
         }
         let last = arrivals[2 * count - 1].saturating_duration_since(ends[count - 1]);
-        if std::env::var_os("PI_BENCH_TIMELINE").is_some() {
+        if show_timeline {
             let start = ends[count - 1];
             for (at, kind, len) in &timeline {
                 let ms = at.saturating_duration_since(start).as_secs_f64() * 1e3;
