@@ -20,6 +20,9 @@ use pi_bench::datagen;
 /// Agents per fleet.
 pub const FLEET: usize = 50;
 
+/// The floor's program, built next to `pi-bench` (src/bin/pi-bench-fleet-floor.rs).
+const FLOOR_PROGRAM: &str = "pi-bench-fleet-floor";
+
 #[derive(Debug, Clone, Copy)]
 pub struct Fleet {
     pub rss_sum_mib: f64,
@@ -43,7 +46,16 @@ pub fn fleet(ctx: &Ctx) -> Res<Vec<Side<Fleet>>> {
             )])
         }
     })));
-    let targets = [&ctx.ours, &ctx.reference];
+    let floor = Target {
+        key: "floor",
+        program: std::env::current_exe()
+            .map_err(|e| e.to_string())?
+            .with_file_name(FLOOR_PROGRAM),
+        path_env: String::new(),
+        tmpdir: ctx.ours.tmpdir.clone(),
+        env: Vec::new(),
+    };
+    let targets = [&ctx.ours, &ctx.reference, &floor];
     let sides = alternate(
         &format!("fleet of {FLEET}"),
         &targets,
@@ -128,9 +140,9 @@ fn settle(agent: &Agent, deadline: Instant) -> Res<Instant> {
     }
 }
 
-/// The figure's rows.
+/// The figure's rows; each followed by the floor's, when it ran.
 pub fn rows(sides: &[Side<Fleet>]) -> Vec<Row> {
-    let (o, r) = (&sides[0], &sides[1]);
+    let (o, r, floor) = (&sides[0], &sides[1], sides.get(2));
     let col = |side: &Side<Fleet>, f: fn(&Fleet) -> f64| side.samples.iter().map(f).collect();
     let mut out = Vec::new();
     for (figure, unit, f, want) in [
@@ -158,13 +170,27 @@ pub fn rows(sides: &[Side<Fleet>]) -> Vec<Row> {
         let mut row = Row::new(&figure, unit, Better::Lower);
         row.ours = col(o, f);
         row.reference = Some(col(r, f));
+        let floor_samples = floor.map(|s| col(s, f)).unwrap_or_default();
+        let best = crate::floor_ratio(&floor_samples, &row);
         if let Some(ratio) = row.ratio() {
             row.target = Some((
-                format!("≥ {want}× less"),
+                format!("≥ {want}× less{best}"),
                 ratio > 0.0 && 1.0 / ratio >= want,
             ));
         }
         out.push(row);
+        if let Some(side) = floor {
+            let label = if out.len() == 1 {
+                format!(
+                    "… floor: {FLEET} minimal agents (one thread, std only: the prompt, Pi's \
+                     layout, the two requests, the read, the session records and events, nothing \
+                     else), same measurement"
+                )
+            } else {
+                "… floor (the same minimal agents)".to_string()
+            };
+            out.push(crate::floor_row(&label, unit, floor_samples, side.note()));
+        }
     }
     if let Some(n) = o.note() {
         out[0].notes.push(format!("ours: {n}"));

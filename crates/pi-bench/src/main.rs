@@ -224,18 +224,18 @@ fn col<T: Copy>(side: &Side<T>, f: impl Fn(T) -> f64) -> Vec<f64> {
 
 /// " (floor: N×)" for a target column: Pi's median over the floor's, the most any agent could
 /// reach here; empty without both.
-fn floor_ratio(floor_ms: &[f64], row: &Row) -> String {
+fn floor_ratio(floor: &[f64], row: &Row) -> String {
     let reference = row.reference.as_deref().and_then(summarize);
-    match (summarize(floor_ms), reference) {
+    match (summarize(floor), reference) {
         (Some(f), Some(r)) if f.median > 0.0 => format!(" (floor: {:.1}×)", r.median / f.median),
         _ => String::new(),
     }
 }
 
 /// The row of a floor's own measurement (no reference side).
-fn floor_row(label: &str, floor_ms: Vec<f64>, note: Option<String>) -> Row {
-    let mut row = Row::new(label, "ms", Better::Lower);
-    row.ours = floor_ms;
+fn floor_row(label: &str, unit: &'static str, floor: Vec<f64>, note: Option<String>) -> Row {
+    let mut row = Row::new(label, unit, Better::Lower);
+    row.ours = floor;
     row.reference = None;
     row.notes.extend(note);
     row
@@ -582,6 +582,7 @@ fn run(cli: Cli) -> Result<(), String> {
             rows.push(floor_row(
                 "… floor: the same 8 calls run by our tools directly in the harness, no agent \
                  around them (no events, requests or session), first call's start → last call's end",
+                "ms",
                 floor_ms,
                 floor.note(),
             ));
@@ -589,6 +590,7 @@ fn run(cli: Cli) -> Result<(), String> {
             rows.push(floor_row(
                 "… the turn's two shell commands alone (`bash -c`, spawned by the harness at once, \
                  nothing else running), first spawn → last exit",
+                "ms",
                 col(floor, |t| t.shells_ms),
                 None,
             ));
@@ -677,6 +679,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 rows.push(floor_row(
                     "… floor: a process that only hands a prepared copy of the answer to the pipe \
                      (`sendfile`; no reading, parsing or checks), same measurement",
+                    "ms",
                     floor_ms,
                     floor.note(),
                 ));
