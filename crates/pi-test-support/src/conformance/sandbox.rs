@@ -76,8 +76,12 @@ fn with_port(v: &Value, port: u16) -> Value {
     }
 }
 
-/// `/tmp` where it exists (whatever `TMPDIR` says), else the system temp dir.
+/// [`SANDBOX_DIR_ENV`] when set; else `/tmp` where it exists (whatever `TMPDIR` says), else the
+/// system temp dir.
 fn temp_base() -> PathBuf {
+    if let Some(dir) = std::env::var_os(SANDBOX_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
     let tmp = Path::new("/tmp");
     if cfg!(unix) && tmp.is_dir() {
         tmp.to_path_buf()
@@ -85,6 +89,11 @@ fn temp_base() -> PathBuf {
         std::env::temp_dir()
     }
 }
+
+/// Where sandboxes are made instead of `/tmp`: `bench/run` uses it to see what the file system
+/// costs the agents (e.g. `/dev/shm`). Conformance fixtures assume `/tmp` (token counts include
+/// the path's length).
+pub const SANDBOX_DIR_ENV: &str = "PI_SANDBOX_DIR";
 
 impl Sandbox {
     pub fn create(keep: bool) -> Result<Sandbox, String> {
