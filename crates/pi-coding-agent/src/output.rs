@@ -15,7 +15,8 @@
 //! soon as nothing more is being done. Anything else is written at once, after what was collected.
 //! A record that cannot be written at once joins a bounded queue drained by one writer thread,
 //! so a client that stops reading stalls producers instead of growing memory, and order is kept:
-//! nothing is written directly while anything is queued.
+//! nothing is written directly while anything is queued. That thread starts with the first
+//! queued record: a session whose client keeps up and asks for nothing large never needs it.
 //!
 //! A record too large to build in memory (`get_messages`, `get_tree`, `get_entries` of a long
 //! session are each about the size of the session file) is queued as a producer that the
@@ -63,6 +64,20 @@ struct Sink {
     /// happen only while it is zero, which keeps records in the order they were sent; while it
     /// is not zero nothing is collected.
     queued: AtomicUsize,
+    /// The writer thread, started by the first item queued.
+    writer: Mutex<WriterThread>,
+}
+
+enum WriterThread {
+    /// Nothing was queued yet; the queue's receiving end waits for the thread.
+    NotStarted(mpsc::Receiver<Item>),
+    Running {
+        handle: JoinHandle<()>,
+        /// Disconnected when the thread ends (its sender is dropped then).
+        ended: std::sync::mpsc::Receiver<()>,
+    },
+    /// Taken by [`Writer::finish_within`].
+    Finished,
 }
 
 /// How a task writes to stdout without blocking.
@@ -160,6 +175,7 @@ impl Output {
             }
             self.sink.queued.fetch_add(1, Ordering::SeqCst);
         }
+        start_writer(&self.sink);
         self.tx.send(item).await.is_ok()
     }
 
@@ -210,8 +226,9 @@ impl IdleFlush {
 }
 
 /// Queues `item` while the gate is held and nothing else is queued (so the channel has room).
-fn queue_now(sink: &Sink, tx: &mpsc::Sender<Item>, item: Item) {
+fn queue_now(sink: &Arc<Sink>, tx: &mpsc::Sender<Item>, item: Item) {
     sink.queued.fetch_add(1, Ordering::SeqCst);
+    start_writer(sink);
     if tx.try_send(item).is_err() {
         sink.queued.fetch_sub(1, Ordering::SeqCst);
     }
@@ -219,7 +236,7 @@ fn queue_now(sink: &Sink, tx: &mpsc::Sender<Item>, item: Item) {
 
 /// Writes what the pipe takes of `bytes` without blocking and queues the rest, while the gate
 /// is held and nothing is queued.
-fn write_or_queue_rest(sink: &Sink, tx: &mpsc::Sender<Item>, mut bytes: Vec<u8>) {
+fn write_or_queue_rest(sink: &Arc<Sink>, tx: &mpsc::Sender<Item>, mut bytes: Vec<u8>) {
     let written = match write_some(sink, &bytes) {
         Ok(n) => n,
         Err(e) => stdout_failed(&e),
@@ -281,11 +298,36 @@ fn stdout_failed(e: &io::Error) -> ! {
     std::process::exit(1);
 }
 
-/// The writer thread; join it to flush everything queued before it.
+/// Starts the writer thread unless it runs already. Without it nothing queued would ever be
+/// written, so failing to start it ends the process as a failed stdout does.
+fn start_writer(sink: &Arc<Sink>) {
+    let mut state = lock(&sink.writer);
+    let rx = match std::mem::replace(&mut *state, WriterThread::Finished) {
+        WriterThread::NotStarted(rx) => rx,
+        other => {
+            *state = other;
+            return;
+        }
+    };
+    let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
+    let writer_sink = sink.clone();
+    let spawned = std::thread::Builder::new()
+        .name("stdout-writer".into())
+        .spawn(move || {
+            write_loop(writer_sink, rx);
+            drop(ended_tx);
+        });
+    match spawned {
+        Ok(handle) => *state = WriterThread::Running { handle, ended },
+        Err(e) => {
+            eprintln!("pi: cannot start the stdout writer: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Flushes what is queued and collected at the end; see [`Writer::finish_within`].
 pub struct Writer {
-    handle: JoinHandle<()>,
-    /// Disconnected when the writer thread ends (its sender is dropped then).
-    ended: std::sync::mpsc::Receiver<()>,
     sink: Arc<Sink>,
 }
 
@@ -295,10 +337,13 @@ impl Writer {
     /// [`Output`]s. A client that stopped reading cannot hold the exit longer than `grace`.
     pub fn finish_within(self, grace: std::time::Duration) {
         use std::sync::mpsc::RecvTimeoutError;
-        if let Err(RecvTimeoutError::Timeout) = self.ended.recv_timeout(grace) {
-            return;
+        let state = std::mem::replace(&mut *lock(&self.sink.writer), WriterThread::Finished);
+        if let WriterThread::Running { handle, ended } = state {
+            if let Err(RecvTimeoutError::Timeout) = ended.recv_timeout(grace) {
+                return;
+            }
+            let _ = handle.join();
         }
-        let _ = self.handle.join();
         let collected = std::mem::take(&mut *lock(&self.sink.gate));
         if let Err(e) = Blocking(self.sink.clone()).write_all(&collected) {
             eprintln!("pi: stdout write failed: {e}");
@@ -306,36 +351,24 @@ impl Writer {
     }
 }
 
-/// Takes over stdout and starts the writer thread.
+/// Takes over stdout (the writer thread starts when something is first queued).
 pub fn start() -> io::Result<(Output, Writer)> {
     let (file, direct) = take_over_stdout()?;
+    let (tx, rx) = mpsc::channel::<Item>(CHANNEL_RECORDS);
     let sink = Arc::new(Sink {
         file,
         direct,
         gate: Mutex::new(Vec::new()),
         queued: AtomicUsize::new(0),
+        writer: Mutex::new(WriterThread::NotStarted(rx)),
     });
-    let (tx, rx) = mpsc::channel::<Item>(CHANNEL_RECORDS);
-    let writer_sink = sink.clone();
-    let writer_sink_for_finish = sink.clone();
-    let (ended_tx, ended) = std::sync::mpsc::channel::<()>();
-    let handle = std::thread::Builder::new()
-        .name("stdout-writer".into())
-        .spawn(move || {
-            write_loop(writer_sink, rx);
-            drop(ended_tx);
-        })?;
     Ok((
         Output {
             tx,
-            sink,
+            sink: sink.clone(),
             muted: false,
         },
-        Writer {
-            handle,
-            ended,
-            sink: writer_sink_for_finish,
-        },
+        Writer { sink },
     ))
 }
 
@@ -402,8 +435,8 @@ fn wait_writable(file: &File) -> io::Result<()> {
     Ok(())
 }
 
-fn lock(gate: &Mutex<Vec<u8>>) -> MutexGuard<'_, Vec<u8>> {
-    gate.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn write_loop(sink: Arc<Sink>, mut rx: mpsc::Receiver<Item>) {
@@ -498,9 +531,10 @@ fn reopen_nonblocking(_file: &File) -> Option<File> {
     None
 }
 
-/// A `SOCK_STREAM` socket, where a short send leaves the rest of the bytes for later.
+/// A `SOCK_STREAM` socket, where a short send leaves the rest of the bytes for later (and a
+/// read of 0 bytes is the end).
 #[allow(unsafe_code)]
-fn is_stream_socket(fd: libc::c_int) -> bool {
+pub fn is_stream_socket(fd: libc::c_int) -> bool {
     let mut kind: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: getsockopt writes one int into `kind` and its size into `len`.

@@ -279,3 +279,55 @@ async fn stdout_as_a_regular_file_gets_every_record_in_order() {
     assert_eq!(records.last().unwrap()["id"], "s", "answered after the run");
     drop(home);
 }
+
+/// The names of the process's threads (Linux `/proc`).
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let comm = t.unwrap().path().join("comm");
+            std::fs::read_to_string(comm)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_writer_thread_starts_only_when_a_record_is_queued() {
+    let home = Home::new(9, "lazy");
+    let mut pi = home.spawn(Stdio::piped());
+    let mut stdin = pi.stdin.take().unwrap();
+    let mut out = BufReader::new(pi.stdout.take().unwrap());
+    let mut ask = |line: &str| -> Value {
+        stdin.write_all(line.as_bytes()).unwrap();
+        let mut answer = String::new();
+        out.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap()
+    };
+    // Answers written directly by the task that made them: no writer thread.
+    let state = ask("{\"id\":\"s\",\"type\":\"get_state\"}\n");
+    assert_eq!(state["success"], true);
+    let names = thread_names(pi.id());
+    assert!(
+        !names.iter().any(|n| n == "stdout-writer"),
+        "threads before anything was queued: {names:?}"
+    );
+    // `get_messages` is written by the writer thread (serialized straight into the pipe).
+    let messages = ask("{\"id\":\"m\",\"type\":\"get_messages\"}\n");
+    assert_eq!(messages["id"], "m");
+    assert_eq!(messages["data"]["messages"], json!([]));
+    let names = thread_names(pi.id());
+    assert!(
+        names.iter().any(|n| n == "stdout-writer"),
+        "threads after get_messages: {names:?}"
+    );
+    let state = ask("{\"id\":\"s2\",\"type\":\"get_state\"}\n");
+    assert_eq!(
+        state["id"], "s2",
+        "answers keep their order after the hand-off"
+    );
+    drop(stdin);
+    assert!(pi.wait().unwrap().success());
+}

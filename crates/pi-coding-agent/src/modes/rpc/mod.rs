@@ -5,11 +5,11 @@ mod framing;
 mod in_flight;
 mod large;
 mod signals;
+mod stdin;
 
-use framing::{Frame, LineSplitter};
+use framing::Frame;
 use in_flight::InFlight;
 use pi_coding_agent::output::Output;
-use std::io::Read;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -24,7 +24,7 @@ pub fn run(args: &pi_coding_agent::cli::Args) -> i32 {
 async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     // Read from the first moment: lines sent while extensions load are answered afterwards
     // (Pi does not read stdin until then; see DEVIATIONS.md).
-    let (frames, ui_answers) = spawn_stdin_reader();
+    let (frames, ui_answers) = stdin::spawn_reader();
     let rt = match pi_coding_agent::runtime::start(args, output.clone()).await {
         Ok(rt) => rt,
         Err(e) => {
@@ -100,58 +100,4 @@ async fn input_loop(
         }
         in_flight.release();
     }
-}
-
-/// Reads stdin on its own thread (blocking reads are the cheapest way to follow a pipe) and
-/// forwards framed lines, one batch per read. The bounded channel pushes back on a client that writes faster than
-/// we handle commands.
-fn spawn_stdin_reader() -> (
-    mpsc::Receiver<Vec<Frame>>,
-    mpsc::UnboundedReceiver<pi_protocol::command::ExtensionUiResponse>,
-) {
-    let (tx, rx) = mpsc::channel::<Vec<Frame>>(64);
-    let (ui_tx, ui_rx) = mpsc::unbounded_channel();
-    let spawned = std::thread::Builder::new()
-        .name("stdin-reader".into())
-        .spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut splitter = LineSplitter::new();
-            // Small at first (an idle agent's commands are short; the buffer is zeroed, so its
-            // size is resident), doubled while reads fill it, up to 1 MiB.
-            let mut buf = vec![0u8; 4 * 1024];
-            let mut frames = Vec::new();
-            loop {
-                let n = match stdin.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        eprintln!("pi: stdin read failed: {e}");
-                        break;
-                    }
-                };
-                splitter.push(&buf[..n], &mut frames);
-                if n == buf.len() && buf.len() < 1024 * 1024 {
-                    buf.resize(buf.len() * 2, 0);
-                }
-                frames.retain(|frame| match dispatch::ui_answer(frame) {
-                    Some(answer) => {
-                        let _ = ui_tx.send(answer);
-                        false
-                    }
-                    None => true,
-                });
-                // The lines of one read travel together (see `InFlight::spawn_after_batch`).
-                if !frames.is_empty() && tx.blocking_send(std::mem::take(&mut frames)).is_err() {
-                    return;
-                }
-            }
-            if let Some(last) = splitter.finish() {
-                let _ = tx.blocking_send(vec![last]);
-            }
-        });
-    if let Err(e) = spawned {
-        eprintln!("pi: cannot start the stdin reader: {e}");
-    }
-    (rx, ui_rx)
 }
