@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failed test
 
+mod support;
+
 use pi_test_support::mock::{MockConfig, MockLlm, Reply};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -280,20 +282,6 @@ async fn stdout_as_a_regular_file_gets_every_record_in_order() {
     drop(home);
 }
 
-/// The names of the process's threads (Linux `/proc`).
-fn thread_names(pid: u32) -> Vec<String> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .map(|t| {
-            let comm = t.unwrap().path().join("comm");
-            std::fs::read_to_string(comm)
-                .unwrap_or_default()
-                .trim()
-                .to_string()
-        })
-        .collect()
-}
-
 #[test]
 fn the_writer_thread_starts_only_when_a_record_is_queued() {
     let home = Home::new(9, "lazy");
@@ -309,7 +297,7 @@ fn the_writer_thread_starts_only_when_a_record_is_queued() {
     // Answers written directly by the task that made them: no writer thread.
     let state = ask("{\"id\":\"s\",\"type\":\"get_state\"}\n");
     assert_eq!(state["success"], true);
-    let names = thread_names(pi.id());
+    let names = support::thread_names(pi.id());
     assert!(
         !names.iter().any(|n| n == "stdout-writer"),
         "threads before anything was queued: {names:?}"
@@ -318,7 +306,7 @@ fn the_writer_thread_starts_only_when_a_record_is_queued() {
     let messages = ask("{\"id\":\"m\",\"type\":\"get_messages\"}\n");
     assert_eq!(messages["id"], "m");
     assert_eq!(messages["data"]["messages"], json!([]));
-    let names = thread_names(pi.id());
+    let names = support::thread_names(pi.id());
     assert!(
         names.iter().any(|n| n == "stdout-writer"),
         "threads after get_messages: {names:?}"

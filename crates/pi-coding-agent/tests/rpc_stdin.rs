@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::TempDir;
+use support::{TempDir, thread_names};
 
 fn spawn(home: &TempDir, stdin: Stdio) -> Child {
     let agent = home.path.join("agent");
@@ -29,19 +29,6 @@ fn spawn(home: &TempDir, stdin: Stdio) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-fn thread_names(pid: u32) -> Vec<String> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .map(|t| {
-            let comm = t.unwrap().path().join("comm");
-            std::fs::read_to_string(comm)
-                .unwrap_or_default()
-                .trim()
-                .to_string()
-        })
-        .collect()
 }
 
 fn read_json(out: &mut impl BufRead) -> Value {

@@ -170,6 +170,20 @@ impl Pi {
     }
 }
 
+/// The names of a process's threads (Linux `/proc`).
+pub fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| {
+            let comm = t.unwrap().path().join("comm");
+            std::fs::read_to_string(comm)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
 impl Drop for Pi {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
