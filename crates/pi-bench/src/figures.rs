@@ -290,14 +290,23 @@ pub fn is_settled(line: &str) -> bool {
     line.starts_with("{\"type\":\"agent_settled\"")
 }
 
-/// `pi-bench` itself as a calibration target: `env` selects its floor mode.
-fn floor_target(ctx: &Ctx, env: &str, value: String) -> Target {
+/// A calibration target run in alternation with both agents: `program`, with no `PATH`.
+pub(crate) fn floor_program(ctx: &Ctx, program: PathBuf) -> Target {
     Target {
         key: "floor",
-        program: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench")),
+        program,
         path_env: String::new(),
         tmpdir: ctx.ours.tmpdir.clone(),
+        env: Vec::new(),
+    }
+}
+
+/// `pi-bench` itself as a calibration target: `env` selects its floor mode.
+fn floor_target(ctx: &Ctx, env: &str, value: String) -> Target {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pi-bench"));
+    Target {
         env: vec![(env.to_string(), value)],
+        ..floor_program(ctx, exe)
     }
 }
 
@@ -602,14 +611,8 @@ pub(crate) fn turns(
 
 /// A record's `type` and, for messages, its role: a line of the tool turn's timeline.
 fn record_kind(text: &str) -> String {
-    let field = |name: &str| {
-        let key = format!("\"{name}\":\"");
-        text.find(&key).map(|i| {
-            let rest = &text[i + key.len()..];
-            rest[..rest.find('"').unwrap_or(rest.len())].to_string()
-        })
-    };
-    let kind = field("type").unwrap_or_default();
+    let field = |name: &str| pi_bench::text::string_field(text, name);
+    let kind = field("type").unwrap_or_default().to_string();
     match field("role") {
         Some(role) if kind.starts_with("message_") => format!("{kind} {role}"),
         _ => kind,

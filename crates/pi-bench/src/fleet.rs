@@ -13,7 +13,7 @@ use pi_test_support::mock::script::tool_call;
 use serde_json::json;
 
 use crate::agent::{Agent, Res, Target, Usage, sandbox};
-use crate::figures::{Ctx, MODEL_ARGS, Side, alternate, is_settled, rounds};
+use crate::figures::{Ctx, MODEL_ARGS, Side, alternate, floor_program, is_settled, rounds};
 use crate::stats::{Better, Row};
 use pi_bench::datagen;
 
@@ -46,15 +46,8 @@ pub fn fleet(ctx: &Ctx) -> Res<Vec<Side<Fleet>>> {
             )])
         }
     })));
-    let floor = Target {
-        key: "floor",
-        program: std::env::current_exe()
-            .map_err(|e| e.to_string())?
-            .with_file_name(FLOOR_PROGRAM),
-        path_env: String::new(),
-        tmpdir: ctx.ours.tmpdir.clone(),
-        env: Vec::new(),
-    };
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let floor = floor_program(ctx, exe.with_file_name(FLOOR_PROGRAM));
     let targets = [&ctx.ours, &ctx.reference, &floor];
     let sides = alternate(
         &format!("fleet of {FLEET}"),

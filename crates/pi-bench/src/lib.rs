@@ -3,3 +3,4 @@
 
 pub mod datagen;
 pub mod mock;
+pub mod text;

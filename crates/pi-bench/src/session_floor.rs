@@ -45,13 +45,7 @@ pub fn run(answer: &str) {
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { return };
-        let field = |name: &str| {
-            line.split(&format!("\"{name}\":\""))
-                .nth(1)
-                .and_then(|r| r.split('"').next())
-                .unwrap_or("")
-                .to_string()
-        };
+        let field = |name: &str| pi_bench::text::string_field(&line, name).unwrap_or("");
         let (id, command) = (field("id"), field("type"));
         let ok = if command == "get_messages" {
             out.flush().and_then(|()| send_file(answer))

@@ -23,6 +23,7 @@ pub mod packages;
 pub mod resources;
 pub mod runtime;
 pub mod settings;
+pub mod stream_kind;
 pub mod themes;
 
 /// The Pi release whose CLI and protocol this program reproduces.

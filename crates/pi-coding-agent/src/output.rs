@@ -26,7 +26,6 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -468,27 +467,19 @@ fn write_loop(sink: Arc<Sink>, mut rx: mpsc::Receiver<Item>) {
 /// Duplicates fd 1 to a private close-on-exec descriptor and redirects fd 1 to stderr.
 /// Returns the descriptor and how tasks may write to it (see [`Sink::direct`]).
 fn take_over_stdout() -> io::Result<(File, Direct)> {
+    use crate::stream_kind::Stream;
     use std::os::fd::AsFd;
-    // A close-on-exec duplicate (fd >= 3), so no child inherits the protocol stream.
-    let file = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    // A close-on-exec descriptor (fd >= 3), so no child inherits the protocol stream.
+    let stream = crate::stream_kind::nonblocking(io::stdout().as_fd(), true)?;
     redirect_stdout_to_stderr()?;
-    let kind = file.metadata().map(|m| m.file_type());
-    if kind.as_ref().is_ok_and(|k| k.is_socket()) {
-        let direct = if cfg!(target_os = "linux") && is_stream_socket(file.as_raw_fd()) {
-            Direct::Socket
-        } else {
-            Direct::No
-        };
-        return Ok((file, direct));
-    }
-    if !kind.is_ok_and(|k| k.is_fifo()) {
-        return Ok((file, Direct::No));
-    }
-    enlarge_pipe(&file);
-    match reopen_nonblocking(&file) {
-        Some(own) => Ok((own, Direct::Pipe)),
-        None => Ok((file, Direct::No)),
-    }
+    Ok(match stream {
+        Stream::Pipe(own) => {
+            enlarge_pipe(&own);
+            (own, Direct::Pipe)
+        }
+        Stream::Socket(file) => (file, Direct::Socket),
+        Stream::Other(file) => (file, Direct::No),
+    })
 }
 
 /// Points fd 1 at stderr, so stray prints (ours or a library's) cannot reach the protocol.
@@ -512,40 +503,3 @@ fn enlarge_pipe(file: &File) {
 
 #[cfg(not(target_os = "linux"))]
 fn enlarge_pipe(_file: &File) {}
-
-/// Opening the pipe anew through `/proc` gives an open file description of our own, so making
-/// it non-blocking cannot affect whoever else shares the inherited one. (Elsewhere, `/dev/fd`
-/// would duplicate the shared description, so there is no direct path.)
-#[cfg(target_os = "linux")]
-fn reopen_nonblocking(file: &File) -> Option<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .ok()
-}
-
-#[cfg(not(target_os = "linux"))]
-fn reopen_nonblocking(_file: &File) -> Option<File> {
-    None
-}
-
-/// A `SOCK_STREAM` socket, where a short send leaves the rest of the bytes for later (and a
-/// read of 0 bytes is the end).
-#[allow(unsafe_code)]
-pub fn is_stream_socket(fd: libc::c_int) -> bool {
-    let mut kind: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes one int into `kind` and its size into `len`.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TYPE,
-            (&mut kind as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    r == 0 && kind == libc::SOCK_STREAM
-}

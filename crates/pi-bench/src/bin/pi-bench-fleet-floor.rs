@@ -16,6 +16,8 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use pi_bench::text::{between, string_field};
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("pi-bench-fleet-floor: {e}");
@@ -50,8 +52,8 @@ fn run() -> Result<(), String> {
         .next()
         .ok_or("no prompt")?
         .map_err(|e| e.to_string())?;
-    let id = between(&prompt_line, "\"id\":\"", "\"").unwrap_or("");
-    let prompt = between(&prompt_line, "\"message\":\"", "\"").unwrap_or("");
+    let id = string_field(&prompt_line, "id").unwrap_or("");
+    let prompt = string_field(&prompt_line, "message").unwrap_or("");
     let mut out = std::io::stdout().lock();
     let mut emit = |line: String| out.write_all(line.as_bytes()).map_err(|e| e.to_string());
     emit(format!(
@@ -106,10 +108,10 @@ fn run() -> Result<(), String> {
     let first = post(&addr, &messages)?;
     // The call's arguments come in pieces; an agent joins them and reads the path.
     let arguments = unescape(&joined(&first, "arguments"));
-    let path = between(&arguments, "\"path\":\"", "\"").ok_or("no path in the tool call")?;
+    let path = string_field(&arguments, "path").ok_or("no path in the tool call")?;
     let call_id = first
         .find("\"tool_calls\"")
-        .and_then(|at| between(&first[at..], "\"id\":\"", "\""))
+        .and_then(|at| string_field(&first[at..], "id"))
         .ok_or("no tool call")?;
     let assistant = format!(
         "{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"{call_id}\",\"name\":\"read\",\"arguments\":{{\"path\":\"{path}\",\"limit\":40}}}}],\"stopReason\":\"toolUse\"}}"
@@ -197,13 +199,6 @@ fn post(addr: &str, messages: &str) -> Result<String, String> {
 
 fn read(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// The text between the first `start` and the next `end` after it.
-fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
-    let from = text.find(start)? + start.len();
-    let len = text[from..].find(end)?;
-    Some(&text[from..from + len])
 }
 
 /// The raw (still escaped) contents of every `"key":"…"` string in `text`, joined in order.

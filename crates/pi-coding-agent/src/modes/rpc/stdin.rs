@@ -145,20 +145,16 @@ async fn read_polled(
 }
 
 /// Stdin as something the runtime can poll, where it is one.
-#[cfg(target_os = "linux")]
 mod pollable {
+    use pi_coding_agent::stream_kind::Stream;
     use std::fs::File;
     use std::io::{self, Read};
     use std::os::fd::{AsFd, AsRawFd, RawFd};
-    use std::os::unix::fs::FileTypeExt;
     use tokio::io::unix::AsyncFd;
 
-    /// How stdin is read without blocking.
+    /// How stdin is read without blocking (see `pi_coding_agent::stream_kind`).
     pub enum Source {
-        /// A private non-blocking open of the pipe (through `/proc`, so the inherited open
-        /// file description, which others may share, keeps its flags).
         Pipe(File),
-        /// A duplicate of the socket, read with `MSG_DONTWAIT` (its flags stay as they are).
         Socket(File),
     }
 
@@ -181,23 +177,10 @@ mod pollable {
 
     /// `None` when stdin is neither a pipe nor a stream socket, or cannot be registered.
     pub fn open() -> Option<AsyncFd<Source>> {
-        let stdin = io::stdin();
-        let kind = stdin.as_fd().try_clone_to_owned().ok().map(File::from)?;
-        let file_type = kind.metadata().ok()?.file_type();
-        let source = if file_type.is_fifo() {
-            use std::os::unix::fs::OpenOptionsExt;
-            let own = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(format!("/proc/self/fd/{}", kind.as_raw_fd()))
-                .ok()?;
-            Source::Pipe(own)
-        } else if file_type.is_socket()
-            && pi_coding_agent::output::is_stream_socket(kind.as_raw_fd())
-        {
-            Source::Socket(kind)
-        } else {
-            return None;
+        let source = match pi_coding_agent::stream_kind::nonblocking(io::stdin().as_fd(), false) {
+            Ok(Stream::Pipe(f)) => Source::Pipe(f),
+            Ok(Stream::Socket(f)) => Source::Socket(f),
+            Ok(Stream::Other(_)) | Err(_) => return None,
         };
         register(source)
     }
@@ -225,27 +208,5 @@ mod pollable {
         } else {
             Ok(n as usize)
         }
-    }
-}
-
-/// Elsewhere stdin is always read by the thread.
-#[cfg(not(target_os = "linux"))]
-mod pollable {
-    pub enum Source {}
-
-    impl std::os::fd::AsRawFd for Source {
-        fn as_raw_fd(&self) -> std::os::fd::RawFd {
-            match *self {}
-        }
-    }
-
-    impl Source {
-        pub fn read_now(&self, _buf: &mut [u8]) -> std::io::Result<usize> {
-            match *self {}
-        }
-    }
-
-    pub fn open() -> Option<tokio::io::unix::AsyncFd<Source>> {
-        None
     }
 }
