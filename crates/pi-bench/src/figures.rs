@@ -609,12 +609,14 @@ pub(crate) fn turns(
     r
 }
 
-/// A record's `type` and, for messages, its role: a line of the tool turn's timeline.
+/// A record's `type` and, for messages, its role (for tool events, the tool): a line of the tool
+/// turn's timeline.
 fn record_kind(text: &str) -> String {
     let field = |name: &str| pi_bench::text::string_field(text, name);
     let kind = field("type").unwrap_or_default().to_string();
-    match field("role") {
-        Some(role) if kind.starts_with("message_") => format!("{kind} {role}"),
+    match (field("role"), field("toolName")) {
+        (Some(role), _) if kind.starts_with("message_") => format!("{kind} {role}"),
+        (_, Some(tool)) if kind.starts_with("tool_execution_") => format!("{kind} {tool}"),
         _ => kind,
     }
 }

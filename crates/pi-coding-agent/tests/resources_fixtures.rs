@@ -136,6 +136,7 @@ fn replay(
         agent_dir: &agent,
         home: &home,
         process_cwd: &cwd,
+        needs_trust: &std::cell::OnceCell::new(),
     };
     let (mut session, stderr) = SessionResources::load(&args, at, &mut startup);
     let pi_stderr: String = expected["stderr"]

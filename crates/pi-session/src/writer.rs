@@ -43,6 +43,9 @@ pub(crate) struct SessionFile {
     path: PathBuf,
     /// Open append handle once something was appended or the file was created.
     handle: Option<File>,
+    /// The open handle's device and inode, to see that the path was replaced without asking
+    /// the handle again at every append.
+    identity: (u64, u64),
     /// The file was there when loaded (it is opened for appending only at the first append:
     /// opening it for writing would break the read lease of a mapped session, see `mapped`).
     loaded: bool,
@@ -56,6 +59,7 @@ impl SessionFile {
         SessionFile {
             path,
             handle: None,
+            identity: (0, 0),
             loaded: false,
             len: 0,
         }
@@ -83,10 +87,11 @@ impl SessionFile {
             .append(true)
             .open(&self.path)
             .map_err(|e| SessionError::io(&self.path, e))?;
-        self.len = handle
+        let meta = handle
             .metadata()
-            .map_err(|e| SessionError::io(&self.path, e))?
-            .len();
+            .map_err(|e| SessionError::io(&self.path, e))?;
+        self.len = meta.len();
+        self.identity = identity(&meta);
         self.handle = Some(handle);
         Ok(())
     }
@@ -108,9 +113,11 @@ impl SessionFile {
             rest(&mut w)?;
             w.flush()
         });
-        let len = written.and_then(|()| handle.metadata().map(|m| m.len()));
-        match len {
-            Ok(len) => self.len = len,
+        match written.and_then(|()| handle.metadata()) {
+            Ok(meta) => {
+                self.len = meta.len();
+                self.identity = identity(&meta);
+            }
             Err(e) => {
                 // Nothing of this session was on disk before: leave nothing behind.
                 drop(handle);
@@ -164,13 +171,9 @@ impl SessionFile {
 
     /// Whether the path now names another file than the open handle.
     fn replaced(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        let (Some(handle), Ok(at_path)) = (&self.handle, std::fs::metadata(&self.path)) else {
-            return false;
-        };
-        handle
-            .metadata()
-            .is_ok_and(|open| (open.dev(), open.ino()) != (at_path.dev(), at_path.ino()))
+        self.handle.is_some()
+            && std::fs::metadata(&self.path)
+                .is_ok_and(|at_path| identity(&at_path) != self.identity)
     }
 
     /// Replaces the file's content with what `content` writes (temporary file + rename) and
@@ -196,6 +199,12 @@ impl SessionFile {
         self.handle = None;
         self.open_append()
     }
+}
+
+/// A file's device and inode.
+fn identity(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 /// `flock(2)` on an open file (std's `File::lock` is newer than our minimum Rust); whether it

@@ -7,7 +7,7 @@
 
 use super::{ChildOutput, PackageManager, Progress, add_to_settings, remove_from_settings};
 use crate::cli::Subcommand;
-use crate::resources::trust::{TrustStore, has_trust_requiring_resources, resolve_project_trust};
+use crate::resources::trust::{TrustStore, resolve_project_trust};
 use crate::settings::SettingsManager;
 use crate::settings::paths::{PI_CODING_AGENT_DIR, agent_dir, home_dir};
 use pi_protocol::results::SourceScope;
@@ -297,15 +297,23 @@ pub fn command_settings(
                 == Some(true)
         })
     } else {
+        let needs_trust = std::cell::OnceCell::new();
+        let at = crate::resources::Locations {
+            cwd: &place.cwd,
+            agent_dir: &place.agent_dir,
+            home: &place.home,
+            process_cwd: &place.cwd,
+            needs_trust: &needs_trust,
+        };
         let mut decided = trust_override;
-        if decided.is_none() && has_trust_requiring_resources(&place.cwd, &place.home) {
-            decided = pre_trust_decision(place, style);
+        if decided.is_none() && at.needs_trust() {
+            decided = pre_trust_decision(at, style);
         }
         let startup = SettingsManager::load(&place.cwd, &place.agent_dir, false);
         let decision = resolve_project_trust(
             &place.cwd,
             &place.agent_dir,
-            &place.home,
+            || at.needs_trust(),
             decided,
             startup.settings().default_project_trust,
         );
@@ -318,14 +326,8 @@ pub fn command_settings(
 }
 
 /// User-level extensions may decide the project's trust (`project_trust`), as at startup.
-fn pre_trust_decision(place: &Place, style: Style) -> Option<bool> {
+fn pre_trust_decision(at: crate::resources::Locations<'_>, style: Style) -> Option<bool> {
     let args = crate::cli::Args::default();
-    let at = crate::resources::Locations {
-        cwd: &place.cwd,
-        agent_dir: &place.agent_dir,
-        home: &place.home,
-        process_cwd: &place.cwd,
-    };
     let (sources, _) = crate::resources::SessionResources::pre_trust_extensions(&args, at)?;
     if sources.is_empty() {
         return None;
@@ -337,8 +339,8 @@ fn pre_trust_decision(place: &Place, style: Style) -> Option<bool> {
     let mut pass = runtime.block_on(crate::extensions::project_trust_pass(
         &sources,
         &args,
-        &place.cwd,
-        &place.agent_dir,
+        at.cwd,
+        at.agent_dir,
     ));
     if let Some(host) = pass.host.take() {
         host.kill();
@@ -348,7 +350,7 @@ fn pre_trust_decision(place: &Place, style: Style) -> Option<bool> {
     }
     let trusted = pass.trusted?;
     if pass.remember
-        && let Err(e) = TrustStore::new(&place.agent_dir).set(&place.cwd, Some(trusted))
+        && let Err(e) = TrustStore::new(at.agent_dir).set(at.cwd, Some(trusted))
     {
         eprintln!("{}", style.yellow(&format!("Warning: {e}")));
     }

@@ -13,6 +13,7 @@ use crate::packages::{ChildOutput, PackageManager};
 use crate::settings::SettingsManager;
 use pi_protocol::results::RpcSlashCommand;
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 /// The settings, trust and resources of one session.
@@ -144,6 +145,18 @@ pub struct Locations<'a> {
     pub home: &'a Path,
     /// The process's working directory (CLI paths are relative to it).
     pub process_cwd: &'a Path,
+    /// Whether `cwd` has resources that need a trust decision, looked up at most once for
+    /// these locations (the pre-trust pass and the decision both ask; a probe is ~30 lookups).
+    pub needs_trust: &'a OnceCell<bool>,
+}
+
+impl Locations<'_> {
+    /// [`super::trust::has_trust_requiring_resources`] for `cwd`, once.
+    pub fn needs_trust(&self) -> bool {
+        *self
+            .needs_trust
+            .get_or_init(|| super::trust::has_trust_requiring_resources(self.cwd, self.home))
+    }
 }
 
 fn string_list(layer: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
@@ -172,7 +185,7 @@ impl SessionResources {
         let trust = resolve_project_trust(
             at.cwd,
             at.agent_dir,
-            at.home,
+            || at.needs_trust(),
             args.project_trust_override,
             default_trust,
         );
@@ -244,9 +257,7 @@ impl SessionResources {
     /// and user-level extensions and packages, which may answer `project_trust`; and the
     /// package warnings of that pass. `None` otherwise.
     pub fn pre_trust_extensions(args: &Args, at: Locations<'_>) -> Option<PreTrust> {
-        if args.project_trust_override.is_some()
-            || !super::trust::has_trust_requiring_resources(at.cwd, at.home)
-        {
+        if args.project_trust_override.is_some() || !at.needs_trust() {
             return None;
         }
         let settings = SettingsManager::load(at.cwd, at.agent_dir, false);

@@ -136,12 +136,13 @@ pub struct TrustDecision {
 }
 
 /// Decides whether the project at `cwd` is trusted (see the module docs).
+/// `needs_trust`: [`has_trust_requiring_resources`] for `cwd`, asked only when it matters;
 /// `cli_override`: `--approve` → `Some(true)`, `--no-approve` → `Some(false)`;
 /// `default_trust`: the agent-dir `defaultProjectTrust` setting.
 pub fn resolve_project_trust(
     cwd: &Path,
     agent_dir: &Path,
-    home: &Path,
+    needs_trust: impl FnOnce() -> bool,
     cli_override: Option<bool>,
     default_trust: DefaultProjectTrust,
 ) -> TrustDecision {
@@ -159,7 +160,7 @@ pub fn resolve_project_trust(
             None
         }
     };
-    let trusted = if !has_trust_requiring_resources(cwd, home) {
+    let trusted = if !needs_trust() {
         saved.unwrap_or(true)
     } else {
         saved.unwrap_or(default_trust == DefaultProjectTrust::Always)
@@ -176,10 +177,11 @@ mod tests {
     use pi_test_support::TempDir;
 
     fn decide(tmp: &TempDir, cli: Option<bool>, default: DefaultProjectTrust) -> bool {
+        let cwd = tmp.path().join("work/repo/pkg");
         resolve_project_trust(
-            &tmp.path().join("work/repo/pkg"),
+            &cwd,
             &tmp.path().join("agent"),
-            &tmp.path().join("home"),
+            || has_trust_requiring_resources(&cwd, &tmp.path().join("home")),
             cli,
             default,
         )
@@ -244,10 +246,11 @@ mod tests {
         let tmp = TempDir::new();
         tmp.write("work/repo/pkg/.pi/skills/x.md", "x");
         tmp.write("agent/trust.json", "{\"/a\": 1}");
+        let cwd = tmp.path().join("work/repo/pkg");
         let d = resolve_project_trust(
-            &tmp.path().join("work/repo/pkg"),
+            &cwd,
             &tmp.path().join("agent"),
-            &tmp.path().join("home"),
+            || has_trust_requiring_resources(&cwd, &tmp.path().join("home")),
             None,
             DefaultProjectTrust::Always,
         );

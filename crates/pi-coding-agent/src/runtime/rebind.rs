@@ -75,6 +75,7 @@ impl Runtime {
                 agent_dir: &env.agent_dir,
                 home: &env.home,
                 process_cwd: &env.cwd,
+                needs_trust: &std::cell::OnceCell::new(),
             },
             &mut startup,
         )
@@ -117,6 +118,7 @@ impl Runtime {
             agent_dir: &env.agent_dir,
             home: &env.home,
             process_cwd: &env.cwd,
+            needs_trust: &std::cell::OnceCell::new(),
         };
         let (sources, _) = SessionResources::pre_trust_extensions(args, at)?;
         let pass = crate::extensions::project_trust_pass(&sources, args, cwd, &env.agent_dir).await;

@@ -395,6 +395,7 @@ async fn load(args: &Args, env: &RuntimeEnv) -> Result<Loaded, StartupError> {
         agent_dir: &env.agent_dir,
         home: &env.home,
         process_cwd: &env.cwd,
+        needs_trust: &std::cell::OnceCell::new(),
     };
     // Pi's pre-trust pass: `-e` and user-level extensions may decide the project's trust
     // (`project_trust`) before the project's own files are read.
