@@ -10,6 +10,7 @@ pub mod cost;
 pub mod event;
 pub mod extension_ui;
 pub mod message;
+pub mod message_json_memo;
 pub mod model;
 pub mod num;
 pub mod record;

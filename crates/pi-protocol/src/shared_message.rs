@@ -187,13 +187,17 @@ impl fmt::Debug for SharedMessage {
 
 impl Serialize for SharedMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let raw = |s: S, text: &str| {
+            let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+            raw.serialize_field(RAW_VALUE_TOKEN, text)?;
+            raw.end()
+        };
         match &self.0 {
-            Shared::Typed(m) => m.serialize(s),
-            Shared::Text(t) => {
-                let mut raw = s.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-                raw.serialize_field(RAW_VALUE_TOKEN, t.as_str())?;
-                raw.end()
-            }
+            Shared::Typed(m) => match crate::message_json_memo::memo_text(m) {
+                Some(text) => raw(s, &text),
+                None => m.serialize(s),
+            },
+            Shared::Text(t) => raw(s, t.as_str()),
         }
     }
 }

@@ -12,12 +12,13 @@ use crate::ids::new_entry_id_in;
 use crate::lenient::entry_from_map;
 use crate::store::SessionStore;
 use crate::writer::write_entries;
-use pi_js::json::to_js_string;
+use pi_js::json::{to_js_line, to_js_string};
 use pi_js::time::{now_iso, parse_iso_ms};
 use pi_js::trim as js_trim;
 use pi_protocol::SharedMessage;
 use pi_protocol::content::UserContent;
 use pi_protocol::message::AgentMessage;
+use pi_protocol::message_json_memo::with_json_memo;
 use pi_protocol::record::Rest;
 use pi_protocol::session_entry::{
     BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, LabelEntry, MessageEntry,
@@ -61,7 +62,8 @@ impl SessionStore {
         // Only a file already written takes the line; an in-memory session (`--no-session`) or
         // one not yet written (written whole once it has a conversation) never needs it.
         let line = match &self.file {
-            Some(file) if file.is_flushed() => format!("{}\n", to_js_string(&entry)?),
+            // The message's text is the one its events carry (written once, see the memo).
+            Some(file) if file.is_flushed() => with_json_memo(|| to_js_line(&entry))?,
             _ => String::new(),
         };
         let id = entry.id().unwrap_or_default().to_owned();

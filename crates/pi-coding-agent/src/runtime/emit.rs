@@ -4,6 +4,7 @@ use super::Core;
 use pi_agent::AgentEvent;
 use pi_js::json::{to_js_line, to_js_string};
 use pi_protocol::event::SessionEvent;
+use pi_protocol::message_json_memo::{clear_json_memo, with_json_memo};
 use pi_protocol::usage::Usage;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -35,8 +36,12 @@ impl Core {
     pub async fn emit_agent(&self, event: &AgentEvent, will_retry: bool) {
         let line = match event.update_usage() {
             Some(usage) => self.update_line(event, will_retry, usage),
-            None => to_js_line(&event.wire(will_retry, None)),
+            // A long message is written once for all the records that carry it (see the memo).
+            None => with_json_memo(|| to_js_line(&event.wire(will_retry, None))),
         };
+        if matches!(event, AgentEvent::AgentEnd { .. }) {
+            clear_json_memo();
+        }
         let update = matches!(
             event,
             AgentEvent::MessageUpdate { .. } | AgentEvent::ToolExecutionUpdate { .. }

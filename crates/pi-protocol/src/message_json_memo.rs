@@ -1,0 +1,157 @@
+//! The JSON text of the long messages of a run, written once and copied into every record that
+//! carries them again.
+//!
+//! A tool result goes out in `message_start`, `message_end`, its session line, `turn_end` and
+//! `agent_end`: five times the same text escaped, most of the time between the last tool's end
+//! and the next request (a 100 KB file read was 40 µs per copy). Inside [`with_json_memo`] a
+//! typed [`SharedMessage`](crate::SharedMessage) of at least [`MEMO_MIN`] bytes of JSON is
+//! written from this memo, keyed by the shared message itself (immutable, and kept alive here,
+//! so the key cannot name another message). Only the callers that write JS-compatible JSON text
+//! (events, session lines) turn it on: a pretty printer or `to_value` never sees a copied text.
+
+use crate::message::AgentMessage;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// Shorter messages are written as before: their text costs less to write than to keep.
+pub const MEMO_MIN: usize = 4096;
+/// At most this much text is kept (the oldest goes first), and at most [`MEMO_ENTRIES`] messages.
+const MEMO_BYTES: usize = 4 << 20;
+const MEMO_ENTRIES: usize = 32;
+
+thread_local! {
+    static ON: Cell<bool> = const { Cell::new(false) };
+    static MEMO: RefCell<VecDeque<(Arc<AgentMessage>, Rc<str>)>> =
+        const { RefCell::new(VecDeque::new()) };
+}
+
+/// Runs `write` (which serializes with `pi_js::json`'s compact JS formatter) with the memo in use.
+pub fn with_json_memo<R>(write: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ON.set(self.0);
+        }
+    }
+    let _restore = Restore(ON.replace(true));
+    write()
+}
+
+/// Forgets every kept text (a run ended: its messages are not written again soon).
+pub fn clear_json_memo() {
+    MEMO.with_borrow_mut(VecDeque::clear);
+}
+
+/// The JSON text of `message` when the memo is in use: kept, or written now (and kept when
+/// long). `None`: not in use, or the message cannot be written.
+pub(crate) fn memo_text(message: &Arc<AgentMessage>) -> Option<Rc<str>> {
+    if !ON.get() {
+        return None;
+    }
+    let kept = MEMO.with_borrow(|memo| {
+        memo.iter()
+            .find(|(m, _)| Arc::ptr_eq(m, message))
+            .map(|(_, text)| text.clone())
+    });
+    if kept.is_some() {
+        return kept;
+    }
+    // Written without the memo: an `AgentMessage` holds no shared message of its own.
+    let text: Rc<str> = pi_js::json::to_js_string(&**message).ok()?.into();
+    if text.len() >= MEMO_MIN && text.len() <= MEMO_BYTES {
+        MEMO.with_borrow_mut(|memo| {
+            memo.push_back((message.clone(), text.clone()));
+            let mut bytes: usize = memo.iter().map(|(_, t)| t.len()).sum();
+            while memo.len() > MEMO_ENTRIES || bytes > MEMO_BYTES {
+                if let Some((_, t)) = memo.pop_front() {
+                    bytes -= t.len();
+                }
+            }
+        });
+    }
+    Some(text)
+}
+
+/// How many texts are kept (tests).
+pub fn kept_texts() -> usize {
+    MEMO.with_borrow(VecDeque::len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SharedMessage;
+    use pi_js::json::{to_js_string, to_js_string_pretty};
+
+    fn result(text: &str) -> SharedMessage {
+        let m: AgentMessage = serde_json::from_value(serde_json::json!({
+            "role": "toolResult", "toolCallId": "c1", "toolName": "read",
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": 1,
+        }))
+        .unwrap();
+        SharedMessage::new(m)
+    }
+
+    #[test]
+    fn long_messages_are_written_once_and_copied_byte_for_byte() {
+        clear_json_memo();
+        let long = result(&"line \"quoted\"\t\u{1}é\n".repeat(400));
+        let direct = to_js_string(&*long).unwrap();
+        let record = serde_json::json!({"type": "message_end"});
+        let first = with_json_memo(|| to_js_string(&(&record, &long)).unwrap());
+        assert_eq!(
+            first,
+            to_js_string(&(&record, &direct_value(&direct))).unwrap()
+        );
+        assert_eq!(kept_texts(), 1);
+        // The same shared message again (a clone is the same message): the kept text.
+        let again = with_json_memo(|| to_js_string(&long.clone()).unwrap());
+        assert_eq!(again, direct);
+        assert_eq!(kept_texts(), 1);
+        // An equal message built apart is another key.
+        let other = result(&"line \"quoted\"\t\u{1}é\n".repeat(400));
+        assert_eq!(with_json_memo(|| to_js_string(&other).unwrap()), direct);
+        assert_eq!(kept_texts(), 2);
+        clear_json_memo();
+        assert_eq!(kept_texts(), 0);
+    }
+
+    #[test]
+    fn short_messages_and_other_writers_do_not_use_it() {
+        clear_json_memo();
+        let short = result("ok");
+        assert_eq!(
+            with_json_memo(|| to_js_string(&short).unwrap()),
+            to_js_string(&*short).unwrap()
+        );
+        assert_eq!(kept_texts(), 0);
+        // Outside `with_json_memo` nothing is kept and a pretty printer stays pretty.
+        let long = result(&"x".repeat(MEMO_MIN));
+        let pretty = to_js_string_pretty(&long).unwrap();
+        assert!(pretty.contains("\n  \"role\": \"toolResult\""), "{pretty}");
+        assert_eq!(kept_texts(), 0);
+        assert_eq!(serde_json::to_value(&long).unwrap()["toolName"], "read");
+    }
+
+    #[test]
+    fn the_memo_is_bounded() {
+        clear_json_memo();
+        let messages: Vec<SharedMessage> = (0..MEMO_ENTRIES + 5)
+            .map(|i| result(&format!("{i}").repeat(MEMO_MIN)))
+            .collect();
+        for m in &messages {
+            with_json_memo(|| to_js_string(m).unwrap());
+        }
+        assert_eq!(kept_texts(), MEMO_ENTRIES);
+        // The oldest went first: the newest is still a hit.
+        with_json_memo(|| to_js_string(messages.last().unwrap()).unwrap());
+        assert_eq!(kept_texts(), MEMO_ENTRIES);
+        clear_json_memo();
+    }
+
+    fn direct_value(text: &str) -> serde_json::Value {
+        serde_json::from_str(text).unwrap()
+    }
+}
