@@ -95,6 +95,9 @@ impl Selector {
     }
 }
 
+/// How much of the file is read and decoded at a time.
+const CHUNK: usize = 64 * 1024;
+
 /// Reads `reader` to the end, selecting `limit` lines (or all) from 0-based line `start`.
 pub fn select_lines(
     mut reader: impl Read,
@@ -118,15 +121,18 @@ pub fn select_lines(
         line_has_text: false,
     };
     let mut decoder = Utf8Decoder::keeping_bom();
-    let mut buf = vec![0u8; 64 * 1024];
+    // Filled by `read_to_end`, which reads into the spare capacity as it is: a zeroed buffer
+    // (`vec![0; ..]`) wrote all 64 KB (16 fresh pages on the tool thread's heap) even for a
+    // file of a few lines.
+    let mut buf = Vec::with_capacity(CHUNK);
     loop {
         if cancel.is_cancelled() {
             return Ok(None);
         }
-        let n = match reader.read(&mut buf) {
+        buf.clear();
+        let n = match (&mut reader).take(CHUNK as u64).read_to_end(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
         if s.line >= s.end {
