@@ -74,8 +74,9 @@ pub(crate) fn memo_text(message: &Arc<AgentMessage>) -> Option<Rc<str>> {
     Some(text)
 }
 
-/// How many texts are kept (tests).
-pub fn kept_texts() -> usize {
+/// How many texts are kept.
+#[cfg(test)]
+fn kept_texts() -> usize {
     MEMO.with_borrow(VecDeque::len)
 }
 
