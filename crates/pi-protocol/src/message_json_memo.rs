@@ -4,18 +4,20 @@
 //! A tool result goes out in `message_start`, `message_end`, its session line, `turn_end` and
 //! `agent_end`: five times the same text escaped, most of the time between the last tool's end
 //! and the next request (a 100 KB file read was 40 µs per copy). Inside [`with_json_memo`] a
-//! typed [`SharedMessage`](crate::SharedMessage) of at least [`MEMO_MIN`] bytes of JSON is
-//! written from this memo, keyed by the shared message itself (immutable, and kept alive here,
+//! typed tool result ([`SharedMessage`](crate::SharedMessage)) with at least [`MEMO_MIN`] bytes
+//! of content is written from this memo, keyed by the shared message itself (immutable, and kept alive here,
 //! so the key cannot name another message). Only the callers that write JS-compatible JSON text
 //! (events, session lines) turn it on: a pretty printer or `to_value` never sees a copied text.
 
+use crate::content::UserBlock;
 use crate::message::AgentMessage;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 
-/// Shorter messages are written as before: their text costs less to write than to keep.
+/// Shorter results, and other messages, are written as before, straight into the record: their
+/// text costs less to write again than to keep.
 pub const MEMO_MIN: usize = 4096;
 /// At most this much text is kept (the oldest goes first), and at most [`MEMO_ENTRIES`] messages.
 const MEMO_BYTES: usize = 4 << 20;
@@ -44,10 +46,10 @@ pub fn clear_json_memo() {
     MEMO.with_borrow_mut(VecDeque::clear);
 }
 
-/// The JSON text of `message` when the memo is in use: kept, or written now (and kept when
-/// long). `None`: not in use, or the message cannot be written.
+/// The JSON text of `message` when the memo is in use and the message is a long tool result:
+/// kept, or written now and kept. `None`: to be written directly.
 pub(crate) fn memo_text(message: &Arc<AgentMessage>) -> Option<Rc<str>> {
-    if !ON.get() {
+    if !ON.get() || !long_result(message) {
         return None;
     }
     let kept = MEMO.with_borrow(|memo| {
@@ -60,7 +62,7 @@ pub(crate) fn memo_text(message: &Arc<AgentMessage>) -> Option<Rc<str>> {
     }
     // Written without the memo: an `AgentMessage` holds no shared message of its own.
     let text: Rc<str> = pi_js::json::to_js_string(&**message).ok()?.into();
-    if text.len() >= MEMO_MIN && text.len() <= MEMO_BYTES {
+    if text.len() <= MEMO_BYTES {
         MEMO.with_borrow_mut(|memo| {
             memo.push_back((message.clone(), text.clone()));
             let mut bytes: usize = memo.iter().map(|(_, t)| t.len()).sum();
@@ -72,6 +74,23 @@ pub(crate) fn memo_text(message: &Arc<AgentMessage>) -> Option<Rc<str>> {
         });
     }
     Some(text)
+}
+
+/// A tool result whose content (text, image data) has at least [`MEMO_MIN`] bytes: the message
+/// that goes out five times and is long.
+fn long_result(message: &AgentMessage) -> bool {
+    let AgentMessage::ToolResult(result) = message else {
+        return false;
+    };
+    let content: usize = result
+        .content
+        .iter()
+        .map(|block| match block {
+            UserBlock::Text(t) => t.text.len(),
+            UserBlock::Image(i) => i.data.len(),
+        })
+        .sum();
+    content >= MEMO_MIN
 }
 
 /// How many texts are kept.
