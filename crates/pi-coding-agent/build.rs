@@ -15,6 +15,12 @@
 //!   `tests/link_order.rs` fails when Cargo.lock changed since the list was made. Moving
 //!   functions to another module renames them too, which no test sees: regenerate after such
 //!   moves (seen: idle RSS 5.33 → 5.69 MiB, a fleet's 379 → 408 MiB).
+//! * take the unwinder from libgcc's static archive (`libgcc_eh.a`, as `-static-libgcc` does
+//!   for C++) instead of loading `libgcc_s.so.1`: one shared object less for the loader to map
+//!   and bind at every start, and its constructor, which probes the CPU with `cpuid` (a trap to
+//!   the hypervisor on a VM), does not run. rustc asks for `-lgcc_s` itself, so a one-line linker
+//!   script of that name in OUT_DIR, searched first, points the link at the archive; skipped
+//!   when the C compiler does not know the archive. `PI_NO_STATIC_UNWIND=1` turns it off.
 //! * are stripped of symbols by the linker, not by the profile (which would rename every
 //!   symbol, see the workspace `Cargo.toml`); `PI_NO_STRIP=1` keeps them, for
 //!   `scripts/gen-symbol-order` and profilers.
@@ -23,6 +29,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=PI_NO_PACKED_RELOCS");
     println!("cargo:rerun-if-env-changed=PI_NO_SYMBOL_ORDER");
     println!("cargo:rerun-if-env-changed=PI_NO_STRIP");
+    println!("cargo:rerun-if-env-changed=PI_NO_STATIC_UNWIND");
     println!("cargo:rerun-if-changed=link/symbol-order.txt");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
     if var("CARGO_CFG_TARGET_OS") != "linux" || var("PROFILE") != "release" {
@@ -36,6 +43,12 @@ fn main() {
     }
     if std::env::var_os("PI_NO_PACKED_RELOCS").is_none() {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    if std::env::var_os("PI_NO_STATIC_UNWIND").is_none()
+        && var("HOST") == var("TARGET")
+        && let Some(dir) = static_unwinder_shim()
+    {
+        println!("cargo:rustc-link-search=native={}", dir.display());
     }
     let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("link/symbol-order.txt");
     if std::env::var_os("PI_NO_SYMBOL_ORDER").is_none()
@@ -86,6 +99,28 @@ fn expand_order(order: &std::path::Path) -> Option<std::path::PathBuf> {
     let path = std::path::Path::new(&std::env::var("OUT_DIR").ok()?).join("symbol-order.txt");
     std::fs::write(&path, out).ok()?;
     Some(path)
+}
+
+/// A directory holding `libgcc_s.so` as a linker script that names the C compiler's
+/// `libgcc_eh.a`, or None when the compiler has no such archive (it then prints the bare name).
+fn static_unwinder_shim() -> Option<std::path::PathBuf> {
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let out = std::process::Command::new(cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .ok()?;
+    let archive = std::path::PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    if !out.status.success() || !archive.is_absolute() || !archive.is_file() {
+        return None;
+    }
+    let dir = std::path::Path::new(&std::env::var("OUT_DIR").ok()?).join("static-unwind");
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::write(
+        dir.join("libgcc_s.so"),
+        format!("INPUT({})\n", archive.display()),
+    )
+    .ok()?;
+    Some(dir)
 }
 
 /// Whether the binary is linked by the rust-lld rustc uses by default for x86-64 Linux since
