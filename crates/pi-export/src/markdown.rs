@@ -435,6 +435,16 @@ mod tests {
     }
 
     #[test]
+    fn named_entities_are_decoded() {
+        // pulldown-cmark's entity table is vendored in a flat form (vendor/pulldown-cmark):
+        // the first and last names, one of two code points, and a name it does not know.
+        assert_eq!(
+            md("&AElig; &zwnj;x &NotEqualTilde; &copy &notaname; &amp;"),
+            "<p>\u{00C6} \u{200C}x \u{2242}\u{0338} &amp;copy &amp;notaname; &amp;</p>\n"
+        );
+    }
+
+    #[test]
     fn links_are_vetted() {
         assert_eq!(
             md("[docs](https://pi.dev/a?b=1&c=2 \"t\")"),
