@@ -1,4 +1,4 @@
-//! Release builds of `pi` on Linux (the first two points on glibc only):
+//! Release builds of `pi` on Linux (all but the last point on glibc only):
 //!
 //! * store their relative relocations packed (`DT_RELR`): the table shrinks from ~340 KB
 //!   (14,000 entries the loader reads at every start) to ~7 KB, which measured 1 MiB less
