@@ -178,6 +178,8 @@ impl Mock {
     }
 
     async fn serve(&self, mut sock: TcpStream) {
+        // Each write goes out at once (no Nagle wait for an ACK), as a recorded server's did.
+        let _ = sock.set_nodelay(true);
         let mut buf = Vec::new();
         let mut tmp = [0u8; 8192];
         let head_end = loop {
@@ -309,6 +311,11 @@ impl Mock {
             }
         }
         if reply.reset_after.is_some() {
+            // What was written must reach the client before the reset: a reset drops whatever
+            // the kernel still holds unsent (small writes waiting on an ACK that the client
+            // delays). Seen once in a clean-clone CI run, not reproduced here: the last event
+            // before the cut never arrived.
+            tokio::time::sleep(Duration::from_millis(50)).await;
             return reset(sock);
         }
         if reply.never_end {
