@@ -138,10 +138,15 @@ pub fn select_lines(
         if s.line >= s.end {
             // Past the selection only the line count matters.
             s.line += buf[..n].iter().filter(|&&b| b == b'\n').count();
-            continue;
+        } else {
+            let text = decoder.decode(&buf[..n]);
+            s.feed(&text);
         }
-        let text = decoder.decode(&buf[..n]);
-        s.feed(&text);
+        // `read_to_end` stops short of the chunk only at the end of the file, which it has
+        // already seen: no read is needed to find it again.
+        if n < CHUNK {
+            break;
+        }
     }
     if s.line < s.end {
         let text = decoder.finish();
