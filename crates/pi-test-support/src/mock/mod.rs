@@ -112,7 +112,9 @@ impl Default for MockConfig {
             header_delay: Duration::from_millis(30),
             chunk_delay: Duration::from_millis(10),
             progress: None,
-            pace_timeout: Duration::from_millis(500),
+            // Wide enough for a debug build among 16 parallel scenarios on 2 cores: a gate is
+            // reached after this wait, and a test's next command must not overtake the record.
+            pace_timeout: Duration::from_millis(1500),
         }
     }
 }
