@@ -22,11 +22,61 @@ use crate::error::{Result, SessionError};
 use pi_js::json::write_js;
 use pi_protocol::session_entry::SessionEntry;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Write buffer for whole files: a long session goes out in megabyte writes.
 const WRITE_BUFFER: usize = 1 << 20;
+
+/// A write buffer that grows up to [`WRITE_BUFFER`] before it writes: a new session's few
+/// lines go out in one write without mapping (and unmapping) a megabyte first, as a
+/// `BufWriter` of that capacity would.
+struct Batched<W: Write> {
+    inner: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Batched<W> {
+    fn new(inner: W) -> Self {
+        Batched {
+            inner,
+            buf: Vec::new(),
+        }
+    }
+
+    fn flush_buffer(&mut self) -> io::Result<()> {
+        self.inner.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Writes what is buffered and returns the writer.
+    fn finish(mut self) -> io::Result<W> {
+        self.flush()?;
+        Ok(self.inner)
+    }
+}
+
+impl<W: Write> Write for Batched<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.len() >= WRITE_BUFFER {
+            // A large piece (an image's base64) goes out as it is, not through a copy.
+            self.flush_buffer()?;
+            self.inner.write_all(data)?;
+            return Ok(data.len());
+        }
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= WRITE_BUFFER {
+            self.flush_buffer()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.flush_buffer()?;
+        self.inner.flush()
+    }
+}
 
 /// Writes `entries` as JSONL lines.
 pub(crate) fn write_entries(w: &mut dyn Write, entries: &[SessionEntry]) -> io::Result<()> {
@@ -109,9 +159,9 @@ impl SessionFile {
             .open(&self.path)
             .map_err(|e| SessionError::io(&self.path, e))?;
         let written = handle.write_all(header_line).and_then(|()| {
-            let mut w = BufWriter::with_capacity(WRITE_BUFFER, &handle);
+            let mut w = Batched::new(&handle);
             rest(&mut w)?;
-            w.flush()
+            w.finish().map(drop)
         });
         match written.and_then(|()| handle.metadata()) {
             Ok(meta) => {
@@ -185,9 +235,9 @@ impl SessionFile {
         let tmp = temp_sibling(&self.path);
         let result = (|| {
             let f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-            let mut w = BufWriter::with_capacity(WRITE_BUFFER, f);
+            let mut w = Batched::new(f);
             content(&mut w)?;
-            let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+            let f = w.finish()?;
             f.sync_data()?;
             drop(f);
             std::fs::rename(&tmp, &self.path)
@@ -302,5 +352,41 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         f.append(b"2\n").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "h\n1\n2\n");
+    }
+
+    /// Small pieces are gathered into writes of at least a megabyte, a large piece goes out as
+    /// it is after what was gathered, and nothing is reordered.
+    #[test]
+    fn batched_writes_keep_order_and_size() {
+        struct Log(Vec<usize>, Vec<u8>);
+        impl Write for Log {
+            fn write(&mut self, d: &[u8]) -> io::Result<usize> {
+                self.0.push(d.len());
+                self.1.extend_from_slice(d);
+                Ok(d.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = Batched::new(Log(Vec::new(), Vec::new()));
+        let mut expected = Vec::new();
+        for i in 0..WRITE_BUFFER / 1000 + 10 {
+            let line = format!("{i:0999}\n");
+            w.write_all(line.as_bytes()).unwrap();
+            expected.extend_from_slice(line.as_bytes());
+        }
+        let big = vec![b'b'; WRITE_BUFFER];
+        w.write_all(&big).unwrap();
+        expected.extend_from_slice(&big);
+        w.write_all(b"tail\n").unwrap();
+        expected.extend_from_slice(b"tail\n");
+        let log = w.finish().unwrap();
+        assert_eq!(log.1, expected);
+        // One full batch, the rest gathered so far, the large piece, the tail.
+        assert_eq!(log.0.len(), 4);
+        assert!(log.0[0] >= WRITE_BUFFER);
+        assert_eq!(log.0[2], WRITE_BUFFER);
+        assert_eq!(log.0[3], 5);
     }
 }
