@@ -10,7 +10,7 @@ use crate::output::Output;
 use crate::request::{Headers, base_max_tokens, effective_reasoning};
 use crate::sse::SseDecoder;
 use crate::stream::{CacheRetention, LlmContext, StreamEvent, StreamOptions};
-use crate::strict_schema::{resolve_strict, tool_parameters};
+use crate::strict_schema::resolve_with_schema;
 use crate::tool_args::{parse_tool_call_arguments, partial_arguments};
 use crate::transcript::{render_system_update, resolve_transcript, system_text, transcript_tools};
 use crate::transform::transform_messages;
@@ -342,12 +342,18 @@ fn function_tools(tools: &[&Tool], supported: bool) -> Result<Vec<Value>, String
     tools
         .iter()
         .map(|t| {
-            let strict = resolve_strict(t, supported, None)?;
-            Ok(json!({"type": "function", "function": {
-                "name": t.name, "description": t.description,
-                "parameters": tool_parameters(t, strict.unwrap_or(false)),
-                "strict": strict.unwrap_or(false),
-            }}))
+            let (strict, parameters) = resolve_with_schema(t, supported, None)?;
+            let strict = strict.unwrap_or(false);
+            // Built as maps: `json!` would copy the schema once more.
+            let mut f = Map::new();
+            f.insert("name".into(), t.name.clone().into());
+            f.insert("description".into(), t.description.clone().into());
+            f.insert("parameters".into(), parameters);
+            f.insert("strict".into(), strict.into());
+            let mut o = Map::new();
+            o.insert("type".into(), "function".into());
+            o.insert("function".into(), Value::Object(f));
+            Ok(Value::Object(o))
         })
         .collect()
 }

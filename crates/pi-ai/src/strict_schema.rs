@@ -181,13 +181,36 @@ pub fn resolve_strict(
     supported: bool,
     filter: Option<KeywordFilter>,
 ) -> Result<Option<bool>, String> {
+    resolve(tool, supported, filter).map(|strict| strict.map(|_| true))
+}
+
+/// [`resolve_strict`] and the parameters to send with it: the strict rewrite when the tool goes
+/// out strict, else the declared schema. The rewrite is made once for both answers (a filter
+/// only refuses schemas, it never changes a rewrite).
+pub fn resolve_with_schema(
+    tool: &Tool,
+    supported: bool,
+    filter: Option<KeywordFilter>,
+) -> Result<(Option<bool>, Value), String> {
+    Ok(match resolve(tool, supported, filter)? {
+        Some(strict) => (Some(true), strict),
+        None => (None, Value::clone(&tool.parameters)),
+    })
+}
+
+/// The strict rewrite when the tool goes out strict.
+fn resolve(
+    tool: &Tool,
+    supported: bool,
+    filter: Option<KeywordFilter>,
+) -> Result<Option<Value>, String> {
     let Some(strictness) = json_schema_config(tool) else {
         return Ok(None);
     };
     let require = strictness == SchemaStrictness::Require;
     if supported {
         return match make_strict(&tool.parameters, filter) {
-            Ok(_) => Ok(Some(true)),
+            Ok(strict) => Ok(Some(strict)),
             Err(_) if !require => Ok(None),
             Err(e) => Err(format!(
                 "Tool \"{}\" requires JSON-schema constrained sampling, but {e}.",
@@ -202,15 +225,6 @@ pub fn resolve_strict(
         ));
     }
     Ok(None)
-}
-
-/// The parameters to send: the strict rewrite when `strict`, else the declared schema.
-pub fn tool_parameters(tool: &Tool, strict: bool) -> Value {
-    if strict {
-        make_strict(&tool.parameters, None).unwrap_or_else(|_| tool.parameters.clone())
-    } else {
-        tool.parameters.clone()
-    }
 }
 
 #[cfg(test)]

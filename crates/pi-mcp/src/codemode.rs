@@ -75,7 +75,8 @@ impl CodemodeTool {
                 description: "Run JavaScript that calls other tools. The input is raw JavaScript (not JSON, no code fence), run as the body of an async function in a QuickJS sandbox: top-level `await` and `return` work; there is no Node, file system, network or timer.\n- `await tools.<name>({ ...args })` resolves to the tool's text, or to an object for tools that return one (MCP tools resolve to their CallToolResult), and rejects with an Error on failure.\n- Optional first line: `// @options: {\"max_output_tokens\": 10000, \"timeout_ms\": 60000}`\n\nGlobals: `text(value)`, `image(dataUrlOrImageBlock)`, `console.log(...)` and `return` add output; `exit()` ends the script; `store(key, value)`/`load(key)` keep JSON values across calls; `ALL_TOOLS`, `await searchTools(query, { limit?, namespace? })`, `await describeTool(name)`, `await describeNamespace(name)` find tools that are not listed, such as MCP tools; `models` lists models by type and runs classifiers (`models.classify`) and image models (`models.generateImages`): read docs/codemode.md first.".into(),
                 parameters: json!({"type": "object", "required": ["code"], "properties": {
                     "code": {"type": "string", "description": "Raw JavaScript source."}
-                }}),
+                }})
+                .into(),
                 constrained_sampling: Some(ConstrainedSampling::Config(
                     ConstrainedSamplingConfig::Grammar {
                         variants: GrammarVariants {

@@ -51,7 +51,7 @@ pub fn resource_tools(servers: Arc<dyn ResourceServers>) -> Vec<Arc<dyn AgentToo
                 declaration: Tool {
                     name: name.into(),
                     description: description.into(),
-                    parameters,
+                    parameters: parameters.into(),
                     constrained_sampling: None,
                     rest: Default::default(),
                 },

@@ -76,7 +76,8 @@ impl McpTool {
             declaration: Tool {
                 name,
                 description: tool_description(server, tool),
-                parameters: normalize_input_schema(tool.get("inputSchema").unwrap_or(&Value::Null)),
+                parameters: normalize_input_schema(tool.get("inputSchema").unwrap_or(&Value::Null))
+                    .into(),
                 constrained_sampling: None,
                 rest: Default::default(),
             },

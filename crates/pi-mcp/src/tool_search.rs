@@ -18,7 +18,7 @@ pub const DEFAULT_LIMIT: usize = 8;
 pub struct SearchDoc {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    pub parameters: std::sync::Arc<Value>,
     /// `namespace name, description, instructions` joined by spaces (empty without one).
     pub namespace_text: String,
 }
@@ -259,7 +259,8 @@ impl ToolSearchTool {
                 parameters: json!({"type": "object", "required": ["query"], "properties": {
                     "query": {"type": "string", "description": "Search query for deferred tools."},
                     "limit": {"type": "number", "description": format!("Maximum number of tools to return. Defaults to {DEFAULT_LIMIT}.")}
-                }}),
+                }})
+                .into(),
                 constrained_sampling: None,
                 rest: Default::default(),
             },
@@ -348,7 +349,7 @@ mod tests {
         SearchDoc {
             name: name.into(),
             description: description.into(),
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters: json!({"type": "object", "properties": {}}).into(),
             namespace_text: String::new(),
         }
     }

@@ -6,6 +6,7 @@ use crate::record::record;
 use crate::usage::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// How strictly a `json_schema` constrained-sampling tool must follow its schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -64,11 +65,13 @@ impl<'de> Deserialize<'de> for ConstrainedSampling {
 }
 
 record! {
-    /// A tool declaration (`Tool` in pi-ai): `parameters` is any JSON Schema object.
+    /// A tool declaration (`Tool` in pi-ai): `parameters` is any JSON Schema object, shared
+    /// (every request and transcript step copies the declarations; a schema is never edited in
+    /// place).
     pub struct Tool {
         req name: String = "name";
         req description: String = "description";
-        req parameters: Value = "parameters";
+        req parameters: Arc<Value> = "parameters";
         opt constrained_sampling: ConstrainedSampling = "constrainedSampling";
     }
 }

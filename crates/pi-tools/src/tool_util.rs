@@ -18,7 +18,7 @@ pub fn declaration(name: &str, description: &str, parameters: Value, strict: boo
     Tool {
         name: name.to_string(),
         description: description.to_string(),
-        parameters,
+        parameters: parameters.into(),
         constrained_sampling: strict.then_some(ConstrainedSampling::Config(
             ConstrainedSamplingConfig::JsonSchema {
                 strict: SchemaStrictness::Prefer,

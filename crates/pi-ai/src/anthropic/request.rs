@@ -1,7 +1,7 @@
 //! The Messages API request body (Pi's `buildParams`/`convertMessages` for anthropic-messages).
 
 use crate::stream::CacheRetention;
-use crate::strict_schema::{resolve_strict, tool_parameters};
+use crate::strict_schema::resolve_with_schema;
 use crate::transcript::{initial_system, render_system_update, system_text, transcript_tools};
 use crate::transform::{split_error_tool_result_images, transform_messages};
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
@@ -169,8 +169,8 @@ pub fn convert_tools(
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let strict = resolve_strict(t, p.compat.strict_tools, Some(strict_unsupported))?;
-            let schema = tool_parameters(t, strict == Some(true));
+            let (strict, schema) =
+                resolve_with_schema(t, p.compat.strict_tools, Some(strict_unsupported))?;
             let mut input = Map::new();
             input.insert("type".into(), "object".into());
             input.insert(

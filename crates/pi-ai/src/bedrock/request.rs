@@ -3,7 +3,7 @@
 //! `source` in images; `name`, `inputSchema`, `description`, `strict` in tool specs).
 
 use crate::stream::CacheRetention;
-use crate::strict_schema::{prefers_strict, resolve_strict, tool_parameters};
+use crate::strict_schema::{prefers_strict, resolve_strict, resolve_with_schema};
 use crate::transcript::{initial_system, system_text, transcript_tools};
 use crate::transform::{split_error_tool_result_images, transform_messages};
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
@@ -321,13 +321,12 @@ fn tool_config(tools: &[Tool], strict_supported: bool) -> Result<Value, String> 
     let specs = tools
         .iter()
         .map(|t| {
-            let strict = resolve_strict(t, strict_supported, None)?;
+            let (strict, parameters) = resolve_with_schema(t, strict_supported, None)?;
             let mut spec = Map::new();
             spec.insert("name".into(), t.name.clone().into());
-            spec.insert(
-                "inputSchema".into(),
-                json!({"json": tool_parameters(t, strict == Some(true))}),
-            );
+            let mut schema = Map::new();
+            schema.insert("json".into(), parameters);
+            spec.insert("inputSchema".into(), Value::Object(schema));
             spec.insert("description".into(), t.description.clone().into());
             if strict == Some(true) {
                 spec.insert("strict".into(), true.into());

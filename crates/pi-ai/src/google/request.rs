@@ -3,7 +3,7 @@
 //! SDK's converters).
 
 use crate::cost::{clamp_thinking_level, level_map_entry};
-use crate::strict_schema::{resolve_strict, tool_parameters};
+use crate::strict_schema::resolve_with_schema;
 use crate::transcript::{initial_system, system_text, transcript_tools};
 use crate::transform::transform_messages;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
@@ -198,10 +198,17 @@ pub fn convert_tools(tools: &[&Tool], strict: bool) -> Result<(Value, bool), Str
     let decls: Vec<Value> = tools
         .iter()
         .map(|t| {
-            let s = resolve_strict(t, strict, None)? == Some(true);
-            any_strict |= s;
-            Ok(json!({"name": t.name, "description": t.description,
-                "parametersJsonSchema": const_as_enum(&tool_parameters(t, s), false)}))
+            let (s, parameters) = resolve_with_schema(t, strict, None)?;
+            any_strict |= s == Some(true);
+            // Built as a map: `json!` would copy the schema once more.
+            let mut d = Map::new();
+            d.insert("name".into(), t.name.clone().into());
+            d.insert("description".into(), t.description.clone().into());
+            d.insert(
+                "parametersJsonSchema".into(),
+                const_as_enum(&parameters, false),
+            );
+            Ok(Value::Object(d))
         })
         .collect::<Result<_, String>>()?;
     Ok((json!([{"functionDeclarations": decls}]), any_strict))

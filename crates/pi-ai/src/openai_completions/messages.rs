@@ -1,7 +1,7 @@
 //! Transcript → Chat Completions `messages` (Pi's `convertMessages` for openai-completions).
 
 use super::compat::Compat;
-use crate::strict_schema::{resolve_strict, tool_parameters};
+use crate::strict_schema::resolve_with_schema;
 use crate::transcript::{ToolSupport, render_system_update, resolve_transcript_tools, system_text};
 use crate::transform::transform_messages;
 use pi_js::json::to_js_string;
@@ -27,20 +27,20 @@ pub fn convert_tools(tools: &[&Tool], compat: &Compat) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
-            let strict = resolve_strict(t, compat.supports_strict_mode, None)
-                .ok()
-                .flatten();
+            let (strict, parameters) = resolve_with_schema(t, compat.supports_strict_mode, None)
+                .unwrap_or_else(|_| (None, Value::clone(&t.parameters)));
             let mut f = Map::new();
             f.insert("name".into(), t.name.clone().into());
             f.insert("description".into(), t.description.clone().into());
-            f.insert(
-                "parameters".into(),
-                tool_parameters(t, strict == Some(true)),
-            );
+            f.insert("parameters".into(), parameters);
             if compat.supports_strict_mode {
                 f.insert("strict".into(), strict.unwrap_or(false).into());
             }
-            json!({"type": "function", "function": Value::Object(f)})
+            // Built as maps: `json!` would copy the schema once more.
+            obj(vec![
+                ("type", "function".into()),
+                ("function", Value::Object(f)),
+            ])
         })
         .collect()
 }

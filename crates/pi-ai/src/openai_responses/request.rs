@@ -5,7 +5,7 @@ use crate::budget::resolve_sampling_params;
 use crate::cost::{level_map_entry, mapped_level};
 use crate::openai_completions::short_hash;
 use crate::stream::{CacheRetention, StreamOptions};
-use crate::strict_schema::{resolve_strict, tool_parameters};
+use crate::strict_schema::{resolve_strict, resolve_with_schema};
 use crate::transcript::{render_system_update, system_text, transcript_tools};
 use crate::transform::transform_messages;
 use pi_js::json::to_js_string;
@@ -84,15 +84,14 @@ pub fn convert_tools(tools: &[&Tool], strict_supported: bool) -> Vec<Value> {
     tools
         .iter()
         .map(|t| {
-            let strict = resolve_strict(t, strict_supported, None)
-                .ok()
-                .flatten()
-                .unwrap_or(false);
+            let (strict, parameters) = resolve_with_schema(t, strict_supported, None)
+                .unwrap_or_else(|_| (None, Value::clone(&t.parameters)));
+            let strict = strict.unwrap_or(false);
             let mut m = Map::new();
             m.insert("type".into(), "function".into());
             m.insert("name".into(), t.name.clone().into());
             m.insert("description".into(), t.description.clone().into());
-            m.insert("parameters".into(), tool_parameters(t, strict));
+            m.insert("parameters".into(), parameters);
             if strict_supported {
                 m.insert("strict".into(), strict.into());
             }

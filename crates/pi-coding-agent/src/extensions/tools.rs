@@ -22,7 +22,7 @@ impl ExtensionTool {
             declaration: Tool {
                 name: def.name.clone(),
                 description: def.description.clone(),
-                parameters: def.parameters.clone(),
+                parameters: def.parameters.clone().into(),
                 // Anything but `false` or a configuration is left out of the declaration.
                 constrained_sampling: def
                     .constrained_sampling
