@@ -15,6 +15,10 @@ pub struct JsFormatter;
 
 impl Formatter for JsFormatter {
     fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        // Token counts and costs are mostly whole: written without a buffer.
+        if let Some(whole) = safe_integer(value) {
+            return write!(writer, "{whole}");
+        }
         let mut buf = String::new();
         push_js_number(&mut buf, value);
         writer.write_all(buf.as_bytes())
@@ -32,6 +36,11 @@ impl Formatter for JsFormatter {
 /// Appends `value` formatted as JavaScript's `String(value)` inside `JSON.stringify`
 /// (non-finite values become `null`, as `JSON.stringify` writes them).
 pub fn push_js_number(out: &mut String, value: f64) {
+    if let Some(whole) = safe_integer(value) {
+        use std::fmt::Write;
+        let _ = write!(out, "{whole}");
+        return;
+    }
     if !value.is_finite() {
         out.push_str("null");
         return;
@@ -71,6 +80,14 @@ pub fn push_js_number(out: &mut String, value: f64) {
         out.push(if exp >= 0 { '+' } else { '-' });
         out.push_str(&exp.abs().to_string());
     }
+}
+
+/// `value` as an integer when it is one below 2^53 in magnitude, where JavaScript writes all its
+/// digits and nothing else (`-0` is `0`). Larger whole numbers keep only their shortest
+/// round-trip digits in JavaScript (`2**60` is `1152921504606847000`).
+fn safe_integer(value: f64) -> Option<i64> {
+    const LIMIT: f64 = 9_007_199_254_740_992.0;
+    (value.fract() == 0.0 && value.abs() < LIMIT).then_some(value as i64)
 }
 
 /// Splits ryu's shortest representation into significant digits (no leading or trailing zeros)
@@ -274,6 +291,12 @@ mod tests {
             (1e21, "1e+21"),
             (1.25e21, "1.25e+21"),
             (1e20, "100000000000000000000"),
+            (-7.0, "-7"),
+            (9007199254740991.0, "9007199254740991"),
+            (-9007199254740991.0, "-9007199254740991"),
+            (9007199254740992.0, "9007199254740992"),
+            (1152921504606846976.0, "1152921504606847000"),
+            (f64::NEG_INFINITY, "null"),
             (123456789012345680000.0, "123456789012345680000"),
             (0.06, "0.06"),
             (3.75, "3.75"),
@@ -284,6 +307,8 @@ mod tests {
         ];
         for (v, want) in cases {
             assert_eq!(js(*v), *want, "formatting {v:e}");
+            // The serializer's own path (whole numbers skip the buffer) agrees.
+            assert_eq!(to_js_string(v).unwrap(), *want, "serializing {v:e}");
         }
     }
 
