@@ -114,18 +114,36 @@ pub fn walk_relative<'a>(path: &'a Path, root: &Path) -> &'a Path {
     path.strip_prefix(root).unwrap_or(path)
 }
 
-/// Runs a tool body that blocks (file system walks and reads) on the blocking pool. An abort
-/// answers `Operation aborted` at once; the body stops at its next look at the token.
-pub fn run_blocking<F>(config: Arc<ToolsConfig>, invocation: ToolInvocation, body: F) -> ToolFuture
-where
+/// A tool's synchronous body: configuration, arguments, the call's cancellation.
+pub trait ToolBody:
+    FnOnce(
+        &ToolsConfig,
+        &Map<String, Value>,
+        &CancellationToken,
+    ) -> Result<AgentToolResult, ToolError>
+    + Send
+    + 'static
+{
+}
+
+impl<F> ToolBody for F where
     F: FnOnce(
             &ToolsConfig,
             &Map<String, Value>,
             &CancellationToken,
         ) -> Result<AgentToolResult, ToolError>
         + Send
-        + 'static,
+        + 'static
 {
+}
+
+/// Runs a tool body that blocks (file system walks and reads) on the blocking pool. An abort
+/// answers `Operation aborted` at once; the body stops at its next look at the token.
+pub fn run_blocking(
+    config: Arc<ToolsConfig>,
+    invocation: ToolInvocation,
+    body: impl ToolBody,
+) -> ToolFuture {
     Box::pin(async move {
         let cancel = invocation.cancel.clone();
         if cancel.is_cancelled() {
@@ -137,6 +155,21 @@ where
             _ = cancel.cancelled() => Err(aborted()),
             joined = work => joined.unwrap_or_else(|e| Err(ToolError::new(e.to_string()))),
         }
+    })
+}
+
+/// Runs a tool body on the calling thread when the future is first polled, for work smaller
+/// than a hand-over to the blocking pool.
+pub fn run_inline(
+    config: Arc<ToolsConfig>,
+    invocation: ToolInvocation,
+    body: impl ToolBody,
+) -> ToolFuture {
+    Box::pin(async move {
+        if invocation.cancel.is_cancelled() {
+            return Err(aborted());
+        }
+        body(&config, &invocation.args, &invocation.cancel)
     })
 }
 

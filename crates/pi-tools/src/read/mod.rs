@@ -56,8 +56,29 @@ impl AgentTool for ReadTool {
     }
 
     fn execute(&self, invocation: ToolInvocation) -> ToolFuture {
+        if self.config.operations.is_none() && is_small_text_file(&self.config, &invocation.args) {
+            return crate::tool_util::run_inline(self.config.clone(), invocation, read);
+        }
         crate::tool_util::run_blocking(self.config.clone(), invocation, read)
     }
+}
+
+/// Regular text files up to this size are read on the calling thread: that takes a few
+/// microseconds, less than starting the blocking pool's thread (which an agent that lives for
+/// one prompt pays on its first read).
+const INLINE_READ_MAX: u64 = 64 * 1024;
+
+/// Whether the read is a regular, non-empty file of at most [`INLINE_READ_MAX`] bytes that is
+/// not an image (images are decoded and resized, which can take long). Empty files go to the
+/// pool too: special files such as `/proc/kmsg` report no size and can block.
+fn is_small_text_file(config: &ToolsConfig, args: &Map<String, Value>) -> bool {
+    let Some(path) = str_arg(args, "path") else {
+        return false;
+    };
+    let absolute = resolve_read_path(path, &config.cwd);
+    std::fs::metadata(&absolute)
+        .is_ok_and(|m| m.is_file() && (1..=INLINE_READ_MAX).contains(&m.len()))
+        && matches!(sniff(&absolute), Ok(None))
 }
 
 fn open_error(err: &std::io::Error, path: &Path) -> ToolError {
@@ -361,4 +382,38 @@ fn format_text(selection: &Selection, given: &str, start: f64, limit: Option<f64
         }
     }
     t.content.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only small regular text files are read without the blocking pool.
+    #[test]
+    fn small_text_files_are_read_inline() {
+        let dir = std::env::temp_dir().join(format!("pi-read-inline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
+        write("small.txt", b"one\ntwo\n");
+        write("empty.txt", b"");
+        write("big.txt", &vec![b'x'; INLINE_READ_MAX as usize + 1]);
+        write("edge.txt", &vec![b'x'; INLINE_READ_MAX as usize]);
+        write("pic.gif", b"GIF89a\x01\x00\x01\x00");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let config = ToolsConfig::new(&dir, &dir);
+        let inline = |path: &str| {
+            let mut args = Map::new();
+            args.insert("path".into(), path.into());
+            is_small_text_file(&config, &args)
+        };
+        assert!(inline("small.txt"));
+        assert!(inline("edge.txt"));
+        assert!(!inline("big.txt"));
+        assert!(!inline("empty.txt"));
+        assert!(!inline("pic.gif"));
+        assert!(!inline("sub"));
+        assert!(!inline("missing.txt"));
+        assert!(!is_small_text_file(&config, &Map::new()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
