@@ -125,8 +125,9 @@ fn strict_node(schema: &mut Value, filter: Option<KeywordFilter>) -> Result<(), 
             .collect(),
         Some(_) => return Err("object required must be a string array".into()),
     };
-    let mut props = match o.get("properties") {
-        Some(Value::Object(p)) => p.clone(),
+    // Taken out of the working copy (and put back in place below), not copied again.
+    let mut props = match o.get_mut("properties") {
+        Some(Value::Object(p)) => std::mem::take(p),
         _ => Map::new(),
     };
     if required.iter().any(|k| !props.contains_key(k)) {
@@ -136,7 +137,11 @@ fn strict_node(schema: &mut Value, filter: Option<KeywordFilter>) -> Result<(), 
     for (k, prop) in props.iter_mut() {
         strict_node(prop, filter)?;
         if !required.contains(k) && !allows_null(prop) {
-            *prop = json!({"anyOf": [prop.clone(), {"type": "null"}]});
+            // Moved, not copied (`json!` would serialize the property into a new value).
+            let variants = vec![std::mem::take(prop), json!({"type": "null"})];
+            let mut wrapped = Map::new();
+            wrapped.insert("anyOf".into(), Value::Array(variants));
+            *prop = Value::Object(wrapped);
         }
     }
     if o.contains_key("properties") {

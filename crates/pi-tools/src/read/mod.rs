@@ -57,7 +57,10 @@ impl AgentTool for ReadTool {
 
     fn execute(&self, invocation: ToolInvocation) -> ToolFuture {
         if self.config.operations.is_none() && is_small_text_file(&self.config, &invocation.args) {
-            return crate::tool_util::run_inline(self.config.clone(), invocation, read);
+            // Already sniffed as text: the body does not open the file a third time.
+            return crate::tool_util::run_inline(self.config.clone(), invocation, |c, a, t| {
+                read_file(c, a, t, true)
+            });
         }
         crate::tool_util::run_blocking(self.config.clone(), invocation, read)
     }
@@ -109,6 +112,16 @@ fn read(
     args: &Map<String, Value>,
     cancel: &CancellationToken,
 ) -> Result<AgentToolResult, ToolError> {
+    read_file(config, args, cancel, false)
+}
+
+/// The read; `known_text` when the file was already found to be no image.
+fn read_file(
+    config: &ToolsConfig,
+    args: &Map<String, Value>,
+    cancel: &CancellationToken,
+    known_text: bool,
+) -> Result<AgentToolResult, ToolError> {
     let path = str_arg(args, "path").unwrap_or_default();
     let offset = num_arg(args, "offset");
     let limit = num_arg(args, "limit");
@@ -118,7 +131,8 @@ fn read(
         None => {
             fs_error::access(&absolute, libc::R_OK)
                 .map_err(|e| ToolError::new(fs_error::with_path(&e, "access", &absolute)))?;
-            match sniff(&absolute)? {
+            let mime = if known_text { None } else { sniff(&absolute)? };
+            match mime {
                 Some(mime) => read_image(config, &absolute, mime)?,
                 None => {
                     let (block, details) = read_text(&absolute, path, offset, limit, cancel)?;
