@@ -88,7 +88,42 @@ fn explain_pattern_error(message: String) -> String {
     }
 }
 
+/// Compiled matchers kept for patterns searched again (most recent last).
+const KEPT_MATCHERS: usize = 8;
+
+/// The matcher for `pattern`: the one compiled for an earlier call with the same pattern and
+/// flags, or a new one. An agent often repeats a search (after an edit, in a later turn), and
+/// compiling is a large part of a short search: a Unicode class such as `\w` becomes thousands
+/// of automaton states, forward and reverse, ~0.5 ms here. A clone shares the compiled
+/// automata and brings its own search caches. Failed patterns are not kept.
 fn matcher(pattern: &str, ignore_case: bool, literal: bool) -> Result<RegexMatcher, String> {
+    type Kept = Vec<((String, bool, bool), RegexMatcher)>;
+    static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(Vec::new());
+    let lock = || KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    let hit = |((p, i, l), _): &((String, bool, bool), _)| {
+        p == pattern && *i == ignore_case && *l == literal
+    };
+    {
+        let mut kept = lock();
+        if let Some(i) = kept.iter().position(hit) {
+            let entry = kept.remove(i);
+            let matcher = entry.1.clone();
+            kept.push(entry);
+            return Ok(matcher);
+        }
+    }
+    let matcher = compile(pattern, ignore_case, literal)?;
+    let mut kept = lock();
+    if !kept.iter().any(hit) {
+        if kept.len() == KEPT_MATCHERS {
+            kept.remove(0);
+        }
+        kept.push(((pattern.to_owned(), ignore_case, literal), matcher.clone()));
+    }
+    Ok(matcher)
+}
+
+fn compile(pattern: &str, ignore_case: bool, literal: bool) -> Result<RegexMatcher, String> {
     RegexMatcherBuilder::new()
         .multi_line(true)
         .unicode(true)

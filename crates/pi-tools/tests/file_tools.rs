@@ -216,6 +216,51 @@ async fn concurrent_greps_share_the_search_threads_and_keep_their_own_results() 
     );
 }
 
+/// Compiled patterns are kept between calls: the same pattern with other flags is another
+/// matcher, and patterns pushed out of the kept set (more than it holds) still match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_patterns_keep_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "Needle\nneedle\na.c\nabc\n").unwrap();
+    let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let matched = async |args: Value| -> Vec<String> {
+        let result = grep.execute(invocation(args)).await.unwrap();
+        let pi_protocol::UserBlock::Text(t) = &result.content[0] else {
+            panic!("not text")
+        };
+        t.text.lines().map(str::to_owned).collect()
+    };
+    for round in 0..3 {
+        assert_eq!(
+            matched(json!({"pattern": "needle"})).await,
+            ["a.txt:2: needle"],
+            "round {round}"
+        );
+        assert_eq!(
+            matched(json!({"pattern": "needle", "ignoreCase": true})).await,
+            ["a.txt:1: Needle", "a.txt:2: needle"],
+            "round {round}"
+        );
+        assert_eq!(
+            matched(json!({"pattern": "a.c"})).await,
+            ["a.txt:3: a.c", "a.txt:4: abc"],
+            "round {round}"
+        );
+        assert_eq!(
+            matched(json!({"pattern": "a.c", "literal": true})).await,
+            ["a.txt:3: a.c"],
+            "round {round}"
+        );
+        // More distinct patterns than are kept: the ones above are compiled again next round.
+        for i in 0..10 {
+            assert_eq!(
+                matched(json!({"pattern": format!("x{i}y")})).await,
+                ["No matches found"]
+            );
+        }
+    }
+}
+
 /// The search reads ahead by what the matches seen so far predict: a walk whose match rate
 /// drops (dense files, then sparse ones) or rises (sparse, then dense) must still give the
 /// first `limit` matches in walk order, and the limit notice exactly when more exist.
