@@ -212,10 +212,12 @@ fn find(
         }
         // fd prints the path (directories with a trailing `/`); Pi trims that line and makes
         // it relative to the search directory, keeping the trailing `/`.
-        let mut printed = path.to_string_lossy().into_owned();
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
-            printed.push('/');
-        }
+        let lossy = path.to_string_lossy();
+        let printed = if entry.file_type().is_some_and(|t| t.is_dir()) {
+            std::borrow::Cow::Owned(format!("{lossy}/"))
+        } else {
+            lossy
+        };
         let printed = pi_js::trim(&printed);
         let bare = Path::new(printed.trim_end_matches('/'));
         let mut shown = crate::tool_util::walk_relative(bare, &search_path)
@@ -225,10 +227,11 @@ fn find(
             shown.push('/');
         }
         count += 1;
-        if output_bytes <= DEFAULT_MAX_BYTES + 1 {
-            stored.push(shown.clone());
-        }
+        let kept = output_bytes <= DEFAULT_MAX_BYTES + 1;
         output_bytes += shown.len() + 1;
+        if kept {
+            stored.push(shown);
+        }
     }
     if count == 0 {
         return Ok(text_result("No files found matching pattern", None));
