@@ -113,8 +113,11 @@ fn matcher(pattern: &str, ignore_case: bool, literal: bool) -> Result<RegexMatch
         }
     }
     let matcher = compile(pattern, ignore_case, literal)?;
+    // A counted repetition (`\w{500}`) or a very long pattern can compile to megabytes: such a
+    // matcher serves its call and is not held afterwards.
+    let small = pattern.len() <= 256 && (literal || !pattern.contains('{'));
     let mut kept = lock();
-    if !kept.iter().any(hit) {
+    if small && !kept.iter().any(hit) {
         if kept.len() == KEPT_MATCHERS {
             kept.remove(0);
         }
