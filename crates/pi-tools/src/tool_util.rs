@@ -114,35 +114,17 @@ pub fn walk_relative<'a>(path: &'a Path, root: &Path) -> &'a Path {
     path.strip_prefix(root).unwrap_or(path)
 }
 
-/// A tool's synchronous body: configuration, arguments, the call's cancellation.
-pub trait ToolBody:
-    FnOnce(
-        &ToolsConfig,
-        &Map<String, Value>,
-        &CancellationToken,
-    ) -> Result<AgentToolResult, ToolError>
-    + Send
-    + 'static
-{
-}
-
-impl<F> ToolBody for F where
-    F: FnOnce(
-            &ToolsConfig,
-            &Map<String, Value>,
-            &CancellationToken,
-        ) -> Result<AgentToolResult, ToolError>
-        + Send
-        + 'static
-{
-}
+/// A tool's synchronous body: configuration, arguments, the call's cancellation. A plain
+/// function (every body captures nothing), so both runners below name it once.
+pub type ToolBody =
+    fn(&ToolsConfig, &Map<String, Value>, &CancellationToken) -> Result<AgentToolResult, ToolError>;
 
 /// Runs a tool body that blocks (file system walks and reads) on the blocking pool. An abort
 /// answers `Operation aborted` at once; the body stops at its next look at the token.
 pub fn run_blocking(
     config: Arc<ToolsConfig>,
     invocation: ToolInvocation,
-    body: impl ToolBody,
+    body: ToolBody,
 ) -> ToolFuture {
     Box::pin(async move {
         let cancel = invocation.cancel.clone();
@@ -163,7 +145,7 @@ pub fn run_blocking(
 pub fn run_inline(
     config: Arc<ToolsConfig>,
     invocation: ToolInvocation,
-    body: impl ToolBody,
+    body: ToolBody,
 ) -> ToolFuture {
     Box::pin(async move {
         if invocation.cancel.is_cancelled() {
