@@ -1,4 +1,11 @@
 //! `pi`: the coding agent binary.
+//!
+//! On Linux with glibc the C `main` is ours (`no_main`): Rust's own start-up finds the main
+//! thread's stack guard with `pthread_getattr_np`, which makes glibc open and parse
+//! `/proc/self/maps` at every start, and maps an alternate signal stack for its
+//! stack-overflow message. Measured on a fleet agent: see `entry` below and bench/README.
+//! What that start-up does that `pi` relies on is done in [`entry::prepare`].
+#![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 mod modes;
 
@@ -6,7 +13,68 @@ use pi_coding_agent::cli::{self, Action, AppMode, DiagnosticKind, Subcommand, re
 use pi_coding_agent::{PI_VERSION, runtime};
 use std::io::IsTerminal;
 
+#[cfg(all(not(test), target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)] // the C entry point and two libc calls before anything else runs
+mod entry {
+    use std::ffi::{c_char, c_int};
+
+    /// The process entry glibc calls. A panic escaping `pi_main` ends the process with
+    /// Rust's usual code for it (101); its message was already printed by the panic hook.
+    #[unsafe(no_mangle)]
+    extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+        prepare();
+        // `std::env::args` needs no set-up here: glibc hands the arguments to std's own
+        // initializer in `.init_array` before this runs.
+        let code = std::panic::catch_unwind(super::pi_main).unwrap_or(101);
+        // `exit` (not a return) flushes Rust's stdout buffer as std's start-up would.
+        std::process::exit(code)
+    }
+
+    /// What Rust's start-up does that pi needs: writes to a closed pipe fail with `EPIPE`
+    /// instead of killing the process (children still start with the default action: std's
+    /// `Command` resets it), and file descriptors 0–2 are open, so that no file pi opens
+    /// becomes its stdout. Left out: the main thread's stack guard lookup and the handler
+    /// that prints "has overflowed its stack" (an overflow still ends the process, by
+    /// `SIGSEGV` instead of `SIGABRT`), and naming the main thread "main" in panic messages.
+    fn prepare() {
+        // SAFETY: plain libc calls on the process's own signal disposition and descriptors
+        // 0–2, made before any other thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+                fd,
+                events: 0,
+                revents: 0,
+            });
+            let polled = loop {
+                let r = libc::poll(fds.as_mut_ptr(), 3, 0);
+                if r != -1
+                    || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                {
+                    break r != -1;
+                }
+            };
+            for (fd, p) in fds.iter().enumerate() {
+                let closed = if polled {
+                    p.revents & libc::POLLNVAL != 0
+                } else {
+                    libc::fcntl(fd as c_int, libc::F_GETFD) == -1
+                        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
+                };
+                if closed && libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) == -1 {
+                    libc::abort();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(any(test, not(all(target_os = "linux", target_env = "gnu"))))]
 fn main() {
+    pi_main();
+}
+
+fn pi_main() -> i32 {
     // The copy of this binary that stops pi's children once pi is gone (see the module).
     if std::env::var_os(pi_tools::shell::reaper::ENV).is_some() {
         std::process::exit(pi_tools::shell::reaper::run());

@@ -246,6 +246,46 @@ fn stdout_descriptor_is_private_and_fd1_points_at_stderr() {
     assert_eq!(fd(1), fd(2));
 }
 
+/// Started with stderr closed, pi opens `/dev/null` in its place (as Rust's own start-up
+/// does), so no file it opens later becomes descriptor 2.
+#[test]
+#[allow(unsafe_code)] // `pre_exec` closes stderr in the child
+fn a_closed_stderr_is_replaced_by_dev_null() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::process::CommandExt;
+    let home = support::TempDir::new();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pi"));
+    command
+        .args(["--mode", "rpc", "--no-session"])
+        .env_clear()
+        .env("HOME", &home.path)
+        .env("PI_CODING_AGENT_DIR", home.path.join("agent"))
+        .env("PI_OFFLINE", "1")
+        .current_dir(&home.path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    // SAFETY: only `close`, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::close(2);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdin
+        .write_all(b"{\"id\":\"r\",\"type\":\"abort_bash\"}\n")
+        .unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains(r#""success":true"#), "{line}");
+    let fd2 = std::fs::read_link(format!("/proc/{}/fd/2", child.id())).unwrap();
+    assert_eq!(fd2, std::path::Path::new("/dev/null"));
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
 #[test]
 fn a_client_that_stops_reading_does_not_grow_memory() {
     let mut pi = Pi::rpc();
