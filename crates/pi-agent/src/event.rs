@@ -3,7 +3,7 @@
 use pi_ai::StreamEvent;
 use pi_protocol::SharedMessage;
 use pi_protocol::assistant_event::WireAssistantEvent;
-use pi_protocol::event::{AgentEventRef, MessagesRef, UsageRef};
+use pi_protocol::event::{AgentEventRef, MessageRef, MessagesRef, UsageRef};
 use pi_protocol::tool::AgentToolResult;
 use pi_protocol::usage::Usage;
 use serde_json::Value;
@@ -89,7 +89,9 @@ impl AgentEvent {
         match self {
             AgentEvent::AgentStart => R::AgentStart {},
             AgentEvent::TurnStart => R::TurnStart {},
-            AgentEvent::MessageStart { message } => R::MessageStart { message },
+            AgentEvent::MessageStart { message } => R::MessageStart {
+                message: MessageRef::Shared(message),
+            },
             AgentEvent::MessageUpdate { event } => {
                 let (usage, assistant_message_event) = wire_update(event);
                 R::MessageUpdate {
@@ -100,7 +102,9 @@ impl AgentEvent {
                     assistant_message_event,
                 }
             }
-            AgentEvent::MessageEnd { message } => R::MessageEnd { message },
+            AgentEvent::MessageEnd { message } => R::MessageEnd {
+                message: MessageRef::Shared(message),
+            },
             AgentEvent::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
@@ -144,7 +148,7 @@ impl AgentEvent {
                 message,
                 tool_results,
             } => R::TurnEnd {
-                message,
+                message: MessageRef::Shared(message),
                 tool_results: MessagesRef::Shared(tool_results),
             },
             AgentEvent::AgentEnd { messages } => R::AgentEnd {

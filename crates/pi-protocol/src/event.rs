@@ -261,18 +261,18 @@ pub enum AgentEventRef<'a> {
     },
     TurnStart {},
     TurnEnd {
-        message: &'a AgentMessage,
+        message: MessageRef<'a>,
         tool_results: MessagesRef<'a, ToolResultMessage>,
     },
     MessageStart {
-        message: &'a AgentMessage,
+        message: MessageRef<'a>,
     },
     MessageUpdate {
         usage: UsageRef<'a>,
         assistant_message_event: WireAssistantEvent<'a>,
     },
     MessageEnd {
-        message: &'a AgentMessage,
+        message: MessageRef<'a>,
     },
     ToolExecutionStart {
         tool_call_id: &'a str,
@@ -299,6 +299,24 @@ pub enum AgentEventRef<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         parent_tool_call_id: Option<&'a str>,
     },
+}
+
+/// One message in an [`AgentEventRef`]: the agent loop's shared one (whose long text the
+/// JSON memo writes once for all its records, see [`crate::message_json_memo`]), or a
+/// [`SessionEvent`]'s own. Both write the same JSON object.
+#[derive(Debug, Clone, Copy)]
+pub enum MessageRef<'a> {
+    Shared(&'a SharedMessage),
+    Owned(&'a AgentMessage),
+}
+
+impl Serialize for MessageRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MessageRef::Shared(m) => m.serialize(s),
+            MessageRef::Owned(m) => m.serialize(s),
+        }
+    }
 }
 
 /// A list of messages in an [`AgentEventRef`]: the agent loop's shared ones, or a
@@ -355,10 +373,12 @@ impl SessionEvent {
                 message,
                 tool_results,
             } => R::TurnEnd {
-                message,
+                message: MessageRef::Owned(message),
                 tool_results: MessagesRef::Owned(tool_results),
             },
-            SessionEvent::MessageStart { message } => R::MessageStart { message },
+            SessionEvent::MessageStart { message } => R::MessageStart {
+                message: MessageRef::Owned(message),
+            },
             SessionEvent::MessageUpdate {
                 usage,
                 assistant_message_event,
@@ -366,7 +386,9 @@ impl SessionEvent {
                 usage: UsageRef::Value(usage),
                 assistant_message_event: assistant_message_event.clone(),
             },
-            SessionEvent::MessageEnd { message } => R::MessageEnd { message },
+            SessionEvent::MessageEnd { message } => R::MessageEnd {
+                message: MessageRef::Owned(message),
+            },
             SessionEvent::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
@@ -476,7 +498,7 @@ mod tests {
                         .map(|t| SharedMessage::new(AgentMessage::ToolResult(t.clone())))
                         .collect();
                     to_js_string(&AgentEventRef::TurnEnd {
-                        message,
+                        message: MessageRef::Owned(message),
                         tool_results: MessagesRef::Shared(&results),
                     })
                 }

@@ -118,7 +118,11 @@ impl SessionStore {
             return Ok(());
         }
         let header = format!("{}\n", to_js_string(&self.header)?);
-        file.create(header.as_bytes(), |w| write_entries(w, &self.entries))
+        // The run's messages so far (the first write comes with its first answer) carry the
+        // texts their events wrote: the memo copies them.
+        file.create(header.as_bytes(), |w| {
+            with_json_memo(|| write_entries(w, &self.entries))
+        })
     }
 
     /// Appends a conversation message.
