@@ -9,6 +9,8 @@ use pi_js::json::to_js_string;
 use pi_protocol::SharedMessage;
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::tool::{Tool, ToolReference};
+use std::cell::OnceCell;
+use std::sync::Arc;
 
 /// The tools declared after replaying every system message of `messages`, in declaration order
 /// (the replay is pi-ai's, which requests use).
@@ -29,6 +31,15 @@ fn declaration_text(tool: &Tool) -> Option<String> {
     }
 }
 
+/// Whether two tools' declarations are written alike, told without writing them: the same
+/// description and the very same schema, and no constrained sampling.
+fn same_declaration(a: &Tool, b: &Tool) -> bool {
+    a.description == b.description
+        && Arc::ptr_eq(&a.parameters, &b.parameters)
+        && a.constrained_sampling.is_none()
+        && b.constrained_sampling.is_none()
+}
+
 /// A tool as the transcript records it: name, description, parameters, constrained sampling.
 pub fn declaration(tool: &Tool) -> Tool {
     Tool {
@@ -42,11 +53,19 @@ pub fn declaration(tool: &Tool) -> Tool {
 
 /// `(added, removed)` turning `previous` into `current`; a changed definition is both.
 pub fn tool_changes(previous: &[&Tool], current: &[Tool]) -> (Vec<Tool>, Vec<ToolReference>) {
-    // Each declaration is serialized once (this runs before every request).
-    let previous_text: Vec<_> = previous.iter().map(|t| declaration_text(t)).collect();
-    let current_text: Vec<_> = current.iter().map(declaration_text).collect();
+    // This runs before every request. A tool declared by this process shares its schema with
+    // the executable one, so most pairs are equal without writing either; the others are
+    // serialized at most once each.
+    let previous_text: Vec<OnceCell<Option<String>>> =
+        previous.iter().map(|_| OnceCell::new()).collect();
+    let current_text: Vec<OnceCell<Option<String>>> =
+        current.iter().map(|_| OnceCell::new()).collect();
     let same = |p: usize, c: usize| {
-        previous[p].name == current[c].name && previous_text[p] == current_text[c]
+        let (old, new) = (previous[p], &current[c]);
+        old.name == new.name
+            && (same_declaration(old, new)
+                || previous_text[p].get_or_init(|| declaration_text(old))
+                    == current_text[c].get_or_init(|| declaration_text(new)))
     };
     let added = (0..current.len())
         .filter(|&c| !(0..previous.len()).any(|p| same(p, c)))
@@ -139,4 +158,65 @@ pub fn declare_tool_changes(
         .unwrap_or(pending.len());
     pending.insert(at, AgentMessage::System(update));
     pending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str, parameters: Arc<serde_json::Value>) -> Tool {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            constrained_sampling: None,
+            rest: Default::default(),
+        }
+    }
+
+    fn names(changes: &(Vec<Tool>, Vec<ToolReference>)) -> (Vec<&str>, Vec<&str>) {
+        (
+            changes.0.iter().map(|t| t.name.as_str()).collect(),
+            changes.1.iter().map(|t| t.name.as_str()).collect(),
+        )
+    }
+
+    #[test]
+    fn changes_are_told_by_what_is_written() {
+        let schema =
+            Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}}));
+        let read = tool("read", "Reads.", schema.clone());
+        // The same schema shared, and an equal one parsed apart (a resumed session): unchanged.
+        let apart = tool("read", "Reads.", Arc::new((*schema).clone()));
+        assert_eq!(
+            names(&tool_changes(&[&read], std::slice::from_ref(&read))),
+            (vec![], vec![])
+        );
+        assert_eq!(
+            names(&tool_changes(&[&apart], std::slice::from_ref(&read))),
+            (vec![], vec![])
+        );
+        // Another description, or the schema's keys in another order: removed and added.
+        let described = tool("read", "Reads a file.", schema.clone());
+        assert_eq!(
+            names(&tool_changes(&[&read], &[described])),
+            (vec!["read"], vec!["read"])
+        );
+        let reordered = tool(
+            "read",
+            "Reads.",
+            Arc::new(json!({"properties": {"path": {"type": "string"}}, "type": "object"})),
+        );
+        assert_eq!(
+            names(&tool_changes(&[&read], &[reordered])),
+            (vec!["read"], vec!["read"])
+        );
+        // A new tool and a tool gone.
+        let ls = tool("ls", "Lists.", schema);
+        assert_eq!(
+            names(&tool_changes(&[&read], &[ls])),
+            (vec!["ls"], vec!["read"])
+        );
+    }
 }
