@@ -189,7 +189,9 @@ impl SessionResources {
             args.project_trust_override,
             default_trust,
         );
-        let mut settings = SettingsManager::load(at.cwd, at.agent_dir, trust.trusted);
+        let mut settings = startup
+            .reread(at.cwd, at.agent_dir, trust.trusted)
+            .unwrap_or_else(|| SettingsManager::load(at.cwd, at.agent_dir, trust.trusted));
         let packages = Packages::resolve(args, at, &settings);
         let found = discover_all(&DiscoveryInput {
             cwd: at.cwd,

@@ -70,6 +70,18 @@ impl SettingsManager {
         }
     }
 
+    /// What [`SettingsManager::load`] would read again for `cwd` and `agent_dir` with the
+    /// project trusted, when this manager read those very files that way (startup reads the
+    /// process cwd's settings as if trusted, then the session's). Its diagnostics come along:
+    /// startup's list drops repeats. `None`: load them.
+    pub fn reread(&self, cwd: &Path, agent_dir: &Path, project_trusted: bool) -> Option<Self> {
+        (project_trusted
+            && self.project_trusted
+            && self.global_path == agent_dir.join("settings.json")
+            && self.project_path == cwd.join(CONFIG_DIR_NAME).join("settings.json"))
+        .then(|| self.clone())
+    }
+
     /// The files that could not be read, as `(project?, message)` (Pi's `drainErrors`).
     pub fn load_errors(&self) -> &[(bool, String)] {
         &self.load_errors
@@ -264,6 +276,25 @@ mod tests {
             )
         );
         assert!(s.take_diagnostics().is_empty());
+    }
+
+    #[test]
+    fn a_reread_of_the_same_files_is_the_same_manager() {
+        let tmp = TempDir::new();
+        tmp.write("agent/settings.json", r#"{"steeringMode": "all"}"#);
+        tmp.write("work/.pi/settings.json", r#"{"retry": {"enabled": false}}"#);
+        let (agent, cwd) = (tmp.path().join("agent"), tmp.path().join("work"));
+        let startup = SettingsManager::load(&cwd, &agent, true);
+        let again = startup.reread(&cwd, &agent, true).unwrap();
+        assert_eq!(
+            format!("{again:?}"),
+            format!("{:?}", SettingsManager::load(&cwd, &agent, true))
+        );
+        // Untrusted, another folder, or a manager that left the project out: read anew.
+        assert!(startup.reread(&cwd, &agent, false).is_none());
+        assert!(startup.reread(tmp.path(), &agent, true).is_none());
+        let untrusted = SettingsManager::load(&cwd, &agent, false);
+        assert!(untrusted.reread(&cwd, &agent, true).is_none());
     }
 
     #[test]
