@@ -1,5 +1,6 @@
 //! Indexes the lines of the embedded model catalog at build time, so startup can slice out the
-//! lines it needs without scanning (and paging in) the whole megabyte, and turns the models.json
+//! lines it needs without scanning (and paging in) the whole megabyte, makes its header (the
+//! providers and their default models) statics, and turns the models.json
 //! schema into Rust statics (`src/schema.rs`), so checking a models.json parses no schema: the
 //! parse into a `serde_json::Value` was about a quarter of a short-lived agent's instructions.
 
@@ -19,6 +20,7 @@ fn main() {
         start += line.len();
     }
     out.push_str("];\n");
+    header_statics(&mut out, text.lines().next().unwrap_or("{}"));
     let dir = std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into());
     let _ = std::fs::write(format!("{dir}/catalog_lines.rs"), out);
 
@@ -34,6 +36,81 @@ fn main() {
     schema_expr(&mut code, &schema);
     code.push_str(";\n");
     let _ = std::fs::write(format!("{dir}/models_schema.rs"), code);
+}
+
+/// The catalog's first line (its header) as statics, so a start parses no JSON for it: every
+/// string in one text (no pointers for the loader to relocate), each entry the byte ranges of
+/// its two strings.
+fn header_statics(out: &mut String, line: &str) {
+    use serde_json::Value;
+    /// Two strings' byte ranges in the text.
+    type Pair = ((usize, usize), (usize, usize));
+    let header: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => panic!("catalog header: {e}"),
+    };
+    let mut text = String::new();
+    let mut push = |s: &str| {
+        let start = text.len();
+        text.push_str(s);
+        (start, text.len())
+    };
+    let str_of = |v: Option<&Value>, what: &str| match v.and_then(Value::as_str) {
+        Some(s) => s.to_owned(),
+        None => panic!("catalog header: {what} is not a string"),
+    };
+    let mut providers = Vec::new();
+    for p in header["providers"].as_array().into_iter().flatten() {
+        let (id, name) = (
+            str_of(p.get("id"), "a provider's id"),
+            str_of(p.get("name"), "a provider's name"),
+        );
+        providers.push((push(&id), push(&name)));
+    }
+    let mut defaults = Vec::new();
+    for (provider, model) in header["defaultModels"].as_object().into_iter().flatten() {
+        let model = str_of(Some(model), "a default model");
+        defaults.push((push(provider), push(&model)));
+    }
+    let ranges = |entries: &[Pair]| {
+        entries
+            .iter()
+            .map(|((a, b), (c, d))| format!("({a}, {b}, {c}, {d})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let generated = match header.get("generatedAtMs").and_then(Value::as_f64) {
+        Some(ms) => format!("Some({ms:?})"),
+        None => "None".to_owned(),
+    };
+    let _ = writeln!(out, "/// The strings of the catalog header.");
+    let _ = writeln!(out, "pub(crate) static HEADER_TEXT: &str = {text:?};");
+    let _ = writeln!(
+        out,
+        "/// `(id, name)` of each built-in provider, as ranges of `HEADER_TEXT`."
+    );
+    let _ = writeln!(
+        out,
+        "pub(crate) static HEADER_PROVIDERS: &[(usize, usize, usize, usize)] = &[{}];",
+        ranges(&providers)
+    );
+    let _ = writeln!(
+        out,
+        "/// `(provider, model)` of `defaultModelPerProvider`, in its order."
+    );
+    let _ = writeln!(
+        out,
+        "pub(crate) static HEADER_DEFAULT_MODELS: &[(usize, usize, usize, usize)] = &[{}];",
+        ranges(&defaults)
+    );
+    let _ = writeln!(
+        out,
+        "/// When the catalog was generated (ms since the epoch)."
+    );
+    let _ = writeln!(
+        out,
+        "pub(crate) static HEADER_GENERATED_AT_MS: Option<f64> = {generated};"
+    );
 }
 
 /// A Rust expression of `schema::S` for one schema. Keywords `src/schema.rs` does not check, and
