@@ -89,15 +89,25 @@ fn load_from_dir(dir: &Path, warnings: &mut Vec<String>) -> Option<ContextFile> 
 struct GitPaths {
     repo_dir: PathBuf,
     common_git_dir: PathBuf,
+    /// `.git` is a directory itself, not a symbolic link: the checkout is its repository's main
+    /// one, whose canonical root is the canonical parent of that `.git`.
+    main_checkout: bool,
 }
 
 /// Pi's `findGitPaths`: the nearest `.git` (a directory, or a `gitdir:` file of a worktree).
 fn find_git_paths(start: &Path) -> Option<GitPaths> {
     for dir in start.ancestors() {
         let git = dir.join(".git");
-        let Ok(meta) = std::fs::metadata(&git) else {
+        let Ok(mut meta) = std::fs::symlink_metadata(&git) else {
             continue;
         };
+        let linked = meta.file_type().is_symlink();
+        if linked {
+            let Ok(target) = std::fs::metadata(&git) else {
+                continue;
+            };
+            meta = target;
+        }
         if meta.is_file() {
             let text = std::fs::read_to_string(&git).ok()?;
             let target = text.trim().strip_prefix("gitdir: ")?;
@@ -112,6 +122,7 @@ fn find_git_paths(start: &Path) -> Option<GitPaths> {
             return Some(GitPaths {
                 repo_dir: dir.to_path_buf(),
                 common_git_dir: common,
+                main_checkout: false,
             });
         }
         if meta.is_dir() {
@@ -121,6 +132,7 @@ fn find_git_paths(start: &Path) -> Option<GitPaths> {
             return Some(GitPaths {
                 repo_dir: dir.to_path_buf(),
                 common_git_dir: git,
+                main_checkout: !linked,
             });
         }
         return None;
@@ -132,6 +144,10 @@ fn find_git_paths(start: &Path) -> Option<GitPaths> {
 /// checkout's file of the same name (canonical path), which would apply the same context twice.
 fn shadowed_context_file(cwd: &Path, warnings: &mut Vec<String>) -> Option<PathBuf> {
     let git = find_git_paths(cwd)?;
+    if git.main_checkout {
+        // Not a linked worktree: the main root would be the checkout's own (no lookups).
+        return None;
+    }
     let common = canonicalize_or_self(&git.common_git_dir);
     let worktree_root = canonicalize_or_self(&git.repo_dir);
     let main_root = common.parent()?.to_path_buf();
