@@ -3,8 +3,8 @@
 //! On Linux with glibc the C `main` is ours (`no_main`): Rust's own start-up finds the main
 //! thread's stack guard with `pthread_getattr_np`, which makes glibc open and parse
 //! `/proc/self/maps` at every start, and maps an alternate signal stack for its
-//! stack-overflow message. Measured on a fleet agent: see `entry` below and bench/README.
-//! What that start-up does that `pi` relies on is done in [`entry::prepare`].
+//! stack-overflow message (~2% of a short-lived agent's CPU; bench/README, ninth session).
+//! What that start-up does that `pi` relies on is done in `entry::prepare`.
 #![cfg_attr(all(not(test), target_os = "linux", target_env = "gnu"), no_main)]
 
 mod modes;
