@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn every_catalog_provider_has_an_auth_entry() {
         for p in crate::catalog::catalog().providers() {
-            assert!(builtin_auth(&p.id).is_some(), "{}", p.id);
+            assert!(builtin_auth(p.id).is_some(), "{}", p.id);
         }
     }
 

@@ -2,23 +2,22 @@
 //!
 //! `data/catalog.jsonl` holds a small header (providers, default model per provider) on its first
 //! line, an index of every model's id and name on the second, and one provider's chat models per
-//! following line. The header is read at build time (build.rs makes it statics); the index when a `--model` pattern must be
-//! matched against every model; a provider's line the first time its models are needed. Startup
+//! following line. The header is read at build time (build.rs makes it statics); the index when
+//! a `--model` pattern must be matched against every model; a provider's line the first time its models are needed. Startup
 //! with one configured provider never touches the other ~1 MB.
 
 use pi_protocol::Model;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 
 static CATALOG_TEXT: &str = include_str!("../data/catalog.jsonl");
 include!(concat!(env!("OUT_DIR"), "/catalog_lines.rs"));
 
-/// A built-in provider's metadata.
-#[derive(Debug, Clone, Deserialize)]
+/// A built-in provider's metadata (from the header's statics).
+#[derive(Debug, Clone, Copy)]
 pub struct CatalogProvider {
-    pub id: String,
-    pub name: String,
+    pub id: &'static str,
+    pub name: &'static str,
 }
 
 pub(crate) struct Catalog {
@@ -54,10 +53,7 @@ pub(crate) fn catalog() -> &'static Catalog {
             .iter()
             .map(|p| {
                 let (id, name) = header_pair(p);
-                CatalogProvider {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
-                }
+                CatalogProvider { id, name }
             })
             .collect();
         let index_line = line(1).unwrap_or("[]");
@@ -157,11 +153,7 @@ mod tests {
                 )
             })
             .collect();
-        let ours: Vec<(&str, &str)> = cat
-            .providers()
-            .iter()
-            .map(|p| (p.id.as_str(), p.name.as_str()))
-            .collect();
+        let ours: Vec<(&str, &str)> = cat.providers().iter().map(|p| (p.id, p.name)).collect();
         assert!(providers.len() > 40, "{providers:?}");
         assert_eq!(ours, providers);
         let defaults: Vec<(&str, &str)> = header["defaultModels"]

@@ -33,7 +33,7 @@ impl ModelRegistry {
         crate::catalog::catalog()
             .providers()
             .iter()
-            .map(|p| p.id.clone())
+            .map(|p| p.id.to_owned())
             .filter(|id| id != "openrouter" && id != "radius")
             .filter(|id| self.has_configured_auth(id))
             .collect()

@@ -214,7 +214,7 @@ impl ModelRegistry {
     fn build_providers_from(&mut self, store: &ModelsStore) {
         let cat = catalog();
         let bundled_at = cat.generated_at_ms();
-        let mut ids: Vec<String> = cat.providers().iter().map(|p| p.id.clone()).collect();
+        let mut ids: Vec<String> = cat.providers().iter().map(|p| p.id.to_owned()).collect();
         let radius_ids: Vec<String> = self
             .config
             .providers
@@ -283,7 +283,7 @@ impl ModelRegistry {
                     Some(objects) => Some((None, objects)),
                     None => Some((Some(i), Vec::new())),
                 };
-                (meta.name.clone(), builtin_auth::builtin_auth(&id), base)
+                (meta.name.to_owned(), builtin_auth::builtin_auth(&id), base)
             } else if llama.as_deref() == Some(id.as_str()) {
                 let models = crate::llama::stored_chat_models(store.entry(&id));
                 (
