@@ -9,6 +9,8 @@ use crate::{
 };
 use pi_js::now_ms;
 use pi_protocol::model::Model;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
@@ -102,27 +104,29 @@ pub fn stream(model: &Model, context: LlmContext, options: StreamOptions) -> Ass
     let (tx, rx) = AssistantStream::channel();
     let model = model.clone();
     let out = Output::new(&model, &model.api, tx, started);
-    handle.spawn(async move {
-        match model.api.as_str() {
-            openai_completions::API => openai_completions::run(model, context, options, out).await,
-            anthropic::API => anthropic::run(model, context, options, out).await,
-            openai_responses::API => openai_responses::run(model, context, options, out).await,
-            google::API => google::run(model, context, options, out).await,
-            pi_messages::API => pi_messages::run(model, context, options, out).await,
-            bedrock::API => bedrock::run(model, context, options, out).await,
-            google_vertex::API => google_vertex::run(model, context, options, out).await,
-            mistral_conversations::API => {
-                mistral_conversations::run(model, context, options, out).await
-            }
-            azure_openai_responses::API => {
-                azure_openai_responses::run(model, context, options, out).await
-            }
-            openai_codex_responses::API => {
-                openai_codex_responses::run(model, context, options, out).await
-            }
-            _ => faux::run(model, context, options, out).await,
+    // Each adapter's future boxed on its own: spawning the match would make one future as large
+    // as the largest adapter's, built and polled through a stack frame of that size (47 KB,
+    // every page of it probed at each poll's entry).
+    let run: Pin<Box<dyn Future<Output = ()> + Send>> = match model.api.as_str() {
+        openai_completions::API => Box::pin(openai_completions::run(model, context, options, out)),
+        anthropic::API => Box::pin(anthropic::run(model, context, options, out)),
+        openai_responses::API => Box::pin(openai_responses::run(model, context, options, out)),
+        google::API => Box::pin(google::run(model, context, options, out)),
+        pi_messages::API => Box::pin(pi_messages::run(model, context, options, out)),
+        bedrock::API => Box::pin(bedrock::run(model, context, options, out)),
+        google_vertex::API => Box::pin(google_vertex::run(model, context, options, out)),
+        mistral_conversations::API => {
+            Box::pin(mistral_conversations::run(model, context, options, out))
         }
-    });
+        azure_openai_responses::API => {
+            Box::pin(azure_openai_responses::run(model, context, options, out))
+        }
+        openai_codex_responses::API => {
+            Box::pin(openai_codex_responses::run(model, context, options, out))
+        }
+        _ => Box::pin(faux::run(model, context, options, out)),
+    };
+    handle.spawn(run);
     rx
 }
 

@@ -36,7 +36,9 @@ where
             return 1;
         }
     };
-    let code = runtime.block_on(main(out));
+    // Boxed: the mode's future (tens of KB) stays off the main thread's stack, whose every page
+    // a frame that held it would touch.
+    let code = runtime.block_on(Box::pin(main(out)));
     // Every Output clone is gone now, so the writer ends after draining its queue.
     writer.finish_within(FLUSH_GRACE);
     runtime.shutdown_background();

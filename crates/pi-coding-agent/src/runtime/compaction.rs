@@ -292,13 +292,13 @@ impl Core {
         );
         match trigger {
             Trigger::Nothing => false,
+            // Boxed: a compaction's future is ~12 KB, and inlined it would make every check's
+            // future (part of each prompt's run) that large, though most checks find nothing.
             Trigger::CompletedOverflow => {
-                self.run_auto_compaction(CompactionReason::Overflow, false)
-                    .await
+                Box::pin(self.run_auto_compaction(CompactionReason::Overflow, false)).await
             }
             Trigger::Threshold => {
-                self.run_auto_compaction(CompactionReason::Threshold, false)
-                    .await
+                Box::pin(self.run_auto_compaction(CompactionReason::Threshold, false)).await
             }
             Trigger::Recover { overflow } => {
                 let attempted =
@@ -318,8 +318,7 @@ impl Core {
                     return false;
                 }
                 self.omit_recovery_attempt(message, &agent_messages).await;
-                self.run_auto_compaction(CompactionReason::Overflow, true)
-                    .await
+                Box::pin(self.run_auto_compaction(CompactionReason::Overflow, true)).await
             }
         }
     }

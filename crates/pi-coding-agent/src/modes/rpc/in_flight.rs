@@ -24,6 +24,9 @@ impl InFlight {
     pub fn spawn<F: Future<Output = ()> + Send + 'static>(&self, fut: F) {
         self.inner.count.fetch_add(1, Ordering::SeqCst);
         let inner = Arc::clone(&self.inner);
+        // Boxed first: an async block holding `fut` keeps room for it twice (the capture and
+        // the awaited copy), and its poll frame on the stack was as large.
+        let fut = Box::pin(fut);
         tokio::spawn(async move {
             fut.await;
             if inner.count.fetch_sub(1, Ordering::SeqCst) == 1 {

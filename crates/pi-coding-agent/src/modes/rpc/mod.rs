@@ -25,7 +25,9 @@ async fn serve(output: Output, args: &pi_coding_agent::cli::Args) -> i32 {
     // Read from the first moment: lines sent while extensions load are answered afterwards
     // (Pi does not read stdin until then; see DEVIATIONS.md).
     let (frames, ui_answers) = stdin::spawn_reader();
-    let rt = match pi_coding_agent::runtime::start(args, output.clone()).await {
+    // Boxed, as the other large futures below: inlined, start-up's state would make this
+    // future's poll a stack frame of tens of KB.
+    let rt = match Box::pin(pi_coding_agent::runtime::start(args, output.clone())).await {
         Ok(rt) => rt,
         Err(e) => {
             e.report();
@@ -94,7 +96,9 @@ async fn input_loop(
     while let Some(batch) = frames.recv().await {
         for frame in batch {
             match frame {
-                Frame::Line(line) => dispatch::handle_line(&line, &output, &rt, &in_flight).await,
+                Frame::Line(line) => {
+                    Box::pin(dispatch::handle_line(&line, &output, &rt, &in_flight)).await
+                }
                 Frame::TooLong => dispatch::reject_too_long(&output).await,
             }
         }
