@@ -11,6 +11,8 @@
 //! * `session_open`: `SessionStore::open` of a 16 MiB session like the one of `bench/run`
 //!   (file in the page cache), and writing its context as `get_messages` does.
 //! * `truncate`: `truncate_head` (read/grep output) and `truncate_tail` (bash output).
+//! * `json_escape`: `push_json_str` of a source file (a newline every few dozen bytes, quotes),
+//!   what every tool result costs in each event, session line and request that carries it.
 //!
 //! Run: `cargo bench -p pi-bench` (add a filter, e.g. `cargo bench -p pi-bench -- sse`).
 
@@ -229,8 +231,25 @@ fn truncate(c: &mut Criterion) {
     g.finish();
 }
 
+fn json_escape(c: &mut Criterion) {
+    let mut rng = Rng::new(11);
+    let file = datagen::code_file(&mut rng, 3000);
+    let mut g = c.benchmark_group("json_escape");
+    g.throughput(Throughput::Bytes(file.len() as u64));
+    let mut out = String::with_capacity(2 * file.len());
+    g.bench_function("source_150KiB", |b| {
+        b.iter(|| {
+            out.clear();
+            pi_js::json_str::push_json_str(&mut out, black_box(&file));
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    json_escape,
     framing,
     sse,
     event,
