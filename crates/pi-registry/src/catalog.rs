@@ -3,8 +3,8 @@
 //! `data/catalog.jsonl` holds a small header (providers, default model per provider) on its first
 //! line, an index of every model's id and name on the second, and one provider's chat models per
 //! following line. The header is read at build time (build.rs makes it statics); the index when
-//! a `--model` pattern must be matched against every model; a provider's line the first time its models are needed. Startup
-//! with one configured provider never touches the other ~1 MB.
+//! a `--model` pattern must be matched against every model; a provider's line the first time
+//! its models are needed. Startup with one configured provider never touches the other ~1 MB.
 
 use pi_protocol::Model;
 use serde_json::{Map, Value};

@@ -33,9 +33,9 @@ impl ModelRegistry {
         crate::catalog::catalog()
             .providers()
             .iter()
-            .map(|p| p.id.to_owned())
-            .filter(|id| id != "openrouter" && id != "radius")
-            .filter(|id| self.has_configured_auth(id))
+            .map(|p| p.id)
+            .filter(|&id| id != "openrouter" && id != "radius" && self.has_configured_auth(id))
+            .map(str::to_owned)
             .collect()
     }
 

@@ -441,9 +441,10 @@ impl Runtime {
             reason: CompactionReason::Manual,
         })
         .await;
-        let outcome = self
-            .manual_compaction(custom_instructions.as_deref(), &cancel)
-            .await;
+        // Boxed, as the automatic ones are: the summarization's future is ~12 KB, and inlined
+        // it would make every caller's future (a command's, an extension's) that large.
+        let outcome =
+            Box::pin(self.manual_compaction(custom_instructions.as_deref(), &cancel)).await;
         // Idle again before the client hears the end: its next prompt must be accepted.
         let done = core.end_compaction(true);
         let answer = match outcome {

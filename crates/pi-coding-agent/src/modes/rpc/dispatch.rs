@@ -318,7 +318,7 @@ async fn answer(id: Option<Value>, command: RpcCommand, out: &Output, rt: &Runti
         RpcCommand::Clone {} => cancelled(rt.clone_session().await),
         RpcCommand::Compact {
             custom_instructions,
-        } => data_or_error(Box::pin(rt.compact(custom_instructions)).await),
+        } => data_or_error(rt.compact(custom_instructions).await),
         // Additions (not Pi's; see `pi_protocol::additions`).
         RpcCommand::GetProtocolInfo {} => data(rt.protocol_info()),
         RpcCommand::ListSessions {
