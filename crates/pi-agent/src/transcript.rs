@@ -31,13 +31,35 @@ fn declaration_text(tool: &Tool) -> Option<String> {
     }
 }
 
-/// Whether two tools' declarations are written alike, told without writing them: the same
-/// description and the very same schema, and no constrained sampling.
+/// Whether two tools' declarations are surely written alike, told without writing them: the
+/// same description and constrained sampling (typed, so equal ones are written alike), and the
+/// very same schema or one with the same keys in the same order and equal values. `false` is
+/// not "different": numbers written alike from different representations (`1` and `1.0`) are
+/// left to the written text.
 fn same_declaration(a: &Tool, b: &Tool) -> bool {
     a.description == b.description
-        && Arc::ptr_eq(&a.parameters, &b.parameters)
-        && a.constrained_sampling.is_none()
-        && b.constrained_sampling.is_none()
+        && a.constrained_sampling == b.constrained_sampling
+        && (Arc::ptr_eq(&a.parameters, &b.parameters)
+            || written_alike(&a.parameters, &b.parameters))
+}
+
+/// `a` and `b` are equal and their objects' keys come in the same order, so any JSON writer
+/// (whatever key order it imposes on what it is given) writes them alike.
+fn written_alike(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && written_alike(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| written_alike(a, b))
+        }
+        (Value::Object(_) | Value::Array(_), _) | (_, Value::Object(_) | Value::Array(_)) => false,
+        (a, b) => a == b,
+    }
 }
 
 /// A tool as the transcript records it: name, description, parameters, constrained sampling.
@@ -54,8 +76,9 @@ pub fn declaration(tool: &Tool) -> Tool {
 /// `(added, removed)` turning `previous` into `current`; a changed definition is both.
 pub fn tool_changes(previous: &[&Tool], current: &[Tool]) -> (Vec<Tool>, Vec<ToolReference>) {
     // This runs before every request. A tool declared by this process shares its schema with
-    // the executable one, so most pairs are equal without writing either; the others are
-    // serialized at most once each.
+    // the executable one, and one read back from a session file has the same keys in the same
+    // order, so most pairs are equal without writing either; the others are serialized at most
+    // once each.
     let previous_text: Vec<OnceCell<Option<String>>> =
         previous.iter().map(|_| OnceCell::new()).collect();
     let current_text: Vec<OnceCell<Option<String>>> =
@@ -163,6 +186,7 @@ pub fn declare_tool_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pi_protocol::tool::{ConstrainedSampling, ConstrainedSamplingConfig, SchemaStrictness};
     use serde_json::json;
 
     fn tool(name: &str, description: &str, parameters: Arc<serde_json::Value>) -> Tool {
@@ -210,6 +234,49 @@ mod tests {
         );
         assert_eq!(
             names(&tool_changes(&[&read], &[reordered])),
+            (vec!["read"], vec!["read"])
+        );
+        // Constrained sampling (as every strict built-in has) equal, or not.
+        let strict = |t: &Tool, strict| Tool {
+            constrained_sampling: Some(ConstrainedSampling::Config(
+                ConstrainedSamplingConfig::JsonSchema { strict },
+            )),
+            ..t.clone()
+        };
+        let prefer = strict(&read, SchemaStrictness::Prefer);
+        assert!(same_declaration(
+            &strict(&apart, SchemaStrictness::Prefer),
+            &prefer
+        ));
+        assert_eq!(
+            names(&tool_changes(
+                &[&strict(&apart, SchemaStrictness::Prefer)],
+                std::slice::from_ref(&prefer)
+            )),
+            (vec![], vec![])
+        );
+        assert_eq!(
+            names(&tool_changes(&[&read], std::slice::from_ref(&prefer))),
+            (vec!["read"], vec!["read"])
+        );
+        assert_eq!(
+            names(&tool_changes(
+                &[&strict(&read, SchemaStrictness::Require)],
+                std::slice::from_ref(&prefer)
+            )),
+            (vec!["read"], vec!["read"])
+        );
+        // Numbers written alike from other representations are told by their text.
+        let int = tool("read", "Reads.", Arc::new(json!({"maxItems": 1})));
+        let float = tool("read", "Reads.", Arc::new(json!({"maxItems": 1.0})));
+        assert!(!same_declaration(&int, &float));
+        assert_eq!(
+            names(&tool_changes(&[&int], std::slice::from_ref(&float))),
+            (vec![], vec![])
+        );
+        let two = tool("read", "Reads.", Arc::new(json!({"maxItems": 2})));
+        assert_eq!(
+            names(&tool_changes(&[&int], &[two])),
             (vec!["read"], vec!["read"])
         );
         // A new tool and a tool gone.
