@@ -4,11 +4,13 @@
 //! per delta.
 //!
 //! The view only accepts what it can render exactly like the general path: any chunk it
-//! cannot read (a type it does not expect, a duplicate key, a lone surrogate, an error, usage
-//! or tool calls) is read by the general path instead, so the outcome is the same either way.
+//! cannot read (a type it does not expect, a duplicate key, a lone surrogate, an error, usage,
+//! a tool call's index that is not a plain small integer) is read by the general path instead,
+//! so the outcome is the same either way.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 #[derive(Deserialize)]
@@ -43,7 +45,51 @@ pub(super) struct Delta<'a> {
     pub reasoning: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub reasoning_text: Option<Cow<'a, str>>,
-    tool_calls: Option<IgnoredAny>,
+    #[serde(borrow)]
+    pub tool_calls: Option<Vec<ToolCall<'a>>>,
+}
+
+/// One entry of `delta.tool_calls` (a streamed tool call's start or a piece of its arguments).
+#[derive(Deserialize)]
+pub(super) struct ToolCall<'a> {
+    /// Kept as written: the view takes only a plain integer (see [`ToolCall::stream_index`]).
+    #[serde(borrow)]
+    index: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Function<'a> {
+    #[serde(borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub arguments: Option<Cow<'a, str>>,
+}
+
+impl ToolCall<'_> {
+    /// `index` as the general path reads it (`as_i64` of the JavaScript number), for an index
+    /// the view took.
+    pub fn stream_index(&self) -> Option<i64> {
+        self.index.and_then(|raw| raw.get().parse().ok())
+    }
+
+    /// Whether `index` is absent or a plain integer of at most 15 digits, which both paths read
+    /// alike; a fraction, an exponent, `-0` (a float in JavaScript) or a string go to the
+    /// general path.
+    fn plain_index(&self) -> bool {
+        self.index.is_none_or(|raw| {
+            let text = raw.get();
+            let digits = text.strip_prefix('-').unwrap_or(text);
+            !digits.is_empty()
+                && digits.len() <= 15
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && (digits.len() == 1 || !digits.starts_with('0'))
+                && text != "-0"
+        })
+    }
 }
 
 impl Delta<'_> {
@@ -65,12 +111,15 @@ pub(super) fn parse<'a>(event: Option<&str>, data: &'a str) -> Option<Chunk<'a>>
         return None;
     }
     let chunk: Chunk<'a> = serde_json::from_str(data).ok()?;
-    let plain =
-        chunk.usage.is_none()
-            && chunk.error.is_none()
-            && chunk.choices.iter().flatten().all(|c| {
-                c.usage.is_none() && c.delta.as_ref().is_none_or(|d| d.tool_calls.is_none())
-            });
+    let plain = chunk.usage.is_none()
+        && chunk.error.is_none()
+        && chunk.choices.iter().flatten().all(|c| {
+            c.usage.is_none()
+                && c.delta
+                    .as_ref()
+                    .and_then(|d| d.tool_calls.as_ref())
+                    .is_none_or(|calls| calls.iter().all(ToolCall::plain_index))
+        });
     plain.then_some(chunk)
 }
 
@@ -98,7 +147,7 @@ mod tests {
         for general in [
             r#"{"choices":[],"usage":{"prompt_tokens":1}}"#,
             r#"{"choices":[{"delta":{},"usage":{"x":1}}]}"#,
-            r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1.5}]}}]}"#,
             r#"{"error":{"message":"m"}}"#,
             r#"{"error":false}"#,
             r#"{"id":"a","id":"b"}"#,

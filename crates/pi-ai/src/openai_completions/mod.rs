@@ -225,6 +225,39 @@ fn in_stream_error(err: &Value) -> String {
     msg
 }
 
+/// One `delta.tool_calls` entry, as read by either path: what is not a string (or, for
+/// `index`, an integer) is absent.
+#[derive(Debug, PartialEq)]
+struct ToolCallPiece<'a> {
+    stream_index: Option<i64>,
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    arguments: Option<&'a str>,
+}
+
+impl<'a> ToolCallPiece<'a> {
+    fn from_value(call: &'a Value) -> Self {
+        let function = call.get("function");
+        let field = |key| function.and_then(|f| f.get(key)).and_then(Value::as_str);
+        ToolCallPiece {
+            stream_index: call.get("index").and_then(Value::as_i64),
+            id: call.get("id").and_then(Value::as_str),
+            name: field("name"),
+            arguments: field("arguments"),
+        }
+    }
+
+    fn from_view(call: &'a fast::ToolCall<'_>) -> Self {
+        let function = call.function.as_ref();
+        ToolCallPiece {
+            stream_index: call.stream_index(),
+            id: call.id.as_deref(),
+            name: function.and_then(|f| f.name.as_deref()),
+            arguments: function.and_then(|f| f.arguments.as_deref()),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct ToolState {
     index: usize,
@@ -340,12 +373,12 @@ impl State {
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
-                self.tool_call(call, out).await;
+                self.tool_call(ToolCallPiece::from_value(call), out).await;
             }
         }
     }
 
-    /// [`Self::chunk`] for a chunk the typed view read (no usage, no tool calls).
+    /// [`Self::chunk`] for a chunk the typed view read (no usage, no error).
     async fn fast_chunk(&mut self, model: &Model, chunk: &fast::Chunk<'_>, out: &mut Output) {
         if out.msg.response_id.is_none()
             && let Some(id) = chunk.id.as_deref().filter(|s| !s.is_empty())
@@ -373,6 +406,9 @@ impl State {
         }
         if let Some(text) = delta.content.as_deref().filter(|s| !s.is_empty()) {
             self.text_delta(text, out).await;
+        }
+        for call in delta.tool_calls.iter().flatten() {
+            self.tool_call(ToolCallPiece::from_view(call), out).await;
         }
     }
 
@@ -437,16 +473,14 @@ impl State {
         index
     }
 
-    async fn tool_call(&mut self, call: &Value, out: &mut Output) {
-        let stream_index = call.get("index").and_then(Value::as_i64);
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty());
-        let name = call
-            .get("function")
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str);
+    async fn tool_call(&mut self, piece: ToolCallPiece<'_>, out: &mut Output) {
+        let ToolCallPiece {
+            stream_index,
+            id,
+            name,
+            arguments,
+        } = piece;
+        let id = id.filter(|s| !s.is_empty());
         let mut found =
             stream_index.and_then(|si| self.tools.iter().position(|t| t.stream_index == Some(si)));
         if found.is_none()
@@ -494,12 +528,7 @@ impl State {
                 tc.name = n.to_string();
             }
         }
-        let delta = call
-            .get("function")
-            .and_then(|f| f.get("arguments"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let delta = arguments.unwrap_or("").to_string();
         state.text.push_str(&delta);
         let index = state.index;
         let usage = out.usage();
@@ -601,6 +630,66 @@ async fn finish(supports_finish_reason: bool, st: State, mut out: Output, aborte
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every tool-call piece the typed view takes reads as the general path reads it; the
+    /// others go to the general path.
+    #[test]
+    fn tool_call_pieces_read_alike_on_both_paths() {
+        let chunk = |calls: &str| {
+            format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":{calls}}}}}]}}"#)
+        };
+        let taken = [
+            r#"[{"index":0,"id":"call_1","type":"function","function":{"name":"read","arguments":""}}]"#,
+            r#"[{"index":0,"function":{"arguments":"{\"path\": \"a\u00e9\"}"}}]"#,
+            r#"[{"index":12,"function":{"arguments":"x"}},{"index":-3,"id":""}]"#,
+            r#"[{"id":"only"},{"index":null,"id":null,"function":null},{"function":{}}]"#,
+            r#"[{"index":0,"function":{"name":null,"arguments":null}}]"#,
+            r#"[]"#,
+            r#"null"#,
+        ];
+        for calls in taken {
+            let data = chunk(calls);
+            let view = fast::parse(None, &data).unwrap_or_else(|| panic!("{data}"));
+            let general = pi_js::parse::parse_js_json(&data).unwrap();
+            let general_calls = general["choices"][0]["delta"]["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let fast_pieces: Vec<_> = view.choices.as_ref().unwrap()[0]
+                .delta
+                .as_ref()
+                .unwrap()
+                .tool_calls
+                .iter()
+                .flatten()
+                .map(ToolCallPiece::from_view)
+                .collect();
+            let general_pieces: Vec<_> = general_calls
+                .iter()
+                .map(ToolCallPiece::from_value)
+                .collect();
+            assert_eq!(fast_pieces, general_pieces, "{data}");
+        }
+        let general = [
+            r#"[{"index":1.0}]"#,
+            r#"[{"index":1e0}]"#,
+            r#"[{"index":-0}]"#,
+            r#"[{"index":0.5}]"#,
+            r#"[{"index":"0"}]"#,
+            r#"[{"index":1234567890123456}]"#,
+            r#"[{"index":0,"index":1}]"#,
+            r#"[{"id":5}]"#,
+            r#"[{"function":"read"}]"#,
+            r#"[{"function":{"arguments":{"path":"a"}}}]"#,
+            r#"[{"id":"\ud800"}]"#,
+            r#"["call"]"#,
+            r#"{"index":0}"#,
+        ];
+        for calls in general {
+            let data = chunk(calls);
+            assert!(fast::parse(None, &data).is_none(), "{data}");
+        }
+    }
 
     #[test]
     fn finish_reasons_map_like_pi() {
