@@ -104,14 +104,22 @@ pub fn walk_relative<'a>(path: &'a Path, root: &Path) -> &'a Path {
         && p.len() > r.len() + 1
         && p.starts_with(r)
         && p[r.len()] == b'/'
-        && !p.ends_with(b"/")
-        && !p.ends_with(b"/.")
-        && !p[r.len()..].windows(2).any(|w| w == b"//")
-        && !p[r.len()..].windows(3).any(|w| w == b"/./")
+        && plain_components(&p[r.len()..])
     {
         return Path::new(std::ffi::OsStr::from_bytes(&p[r.len() + 1..]));
     }
     path.strip_prefix(root).unwrap_or(path)
+}
+
+/// `rest` (which starts with `/`) has no empty or `.` component and does not end with `/`:
+/// one look after each `/` (a walk's relative path has a few), not a scan per pattern.
+fn plain_components(rest: &[u8]) -> bool {
+    !rest.ends_with(b"/")
+        && rest
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'/')
+            .all(|(i, _)| !matches!(&rest[i + 1..], [b'/', ..] | [b'.'] | [b'.', b'/', ..]))
 }
 
 /// A tool's synchronous body: configuration, arguments, the call's cancellation. A plain
@@ -202,6 +210,10 @@ mod walk_path_tests {
             ("/w/src//a", "/w/src"),
             ("/w/src/a/", "/w/src"),
             ("/w/src/a/.", "/w/src"),
+            ("/w/src/a/./b", "/w/src"),
+            ("/w/src/.hidden/.x", "/w/src"),
+            ("/w/src/a/..b", "/w/src"),
+            ("/w/src/a/..", "/w/src"),
             ("/w/srcx/a", "/w/src"),
             ("/w/src/a", "/w/src/"),
             ("/other/a", "/w/src"),
