@@ -78,16 +78,12 @@ impl ToolCall<'_> {
 
     /// Whether `index` is absent or a plain integer of at most 15 digits, which both paths read
     /// alike; a fraction, an exponent, `-0` (a float in JavaScript) or a string go to the
-    /// general path.
+    /// general path. (`raw` is valid JSON, so the digits are not empty and have no leading 0.)
     fn plain_index(&self) -> bool {
         self.index.is_none_or(|raw| {
             let text = raw.get();
             let digits = text.strip_prefix('-').unwrap_or(text);
-            !digits.is_empty()
-                && digits.len() <= 15
-                && digits.bytes().all(|b| b.is_ascii_digit())
-                && (digits.len() == 1 || !digits.starts_with('0'))
-                && text != "-0"
+            digits.len() <= 15 && digits.bytes().all(|b| b.is_ascii_digit()) && text != "-0"
         })
     }
 }
