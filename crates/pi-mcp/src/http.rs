@@ -295,6 +295,20 @@ impl HttpSession {
                     l = lines.recv() => match l { Some(l) => l, None => break },
                     _ = stop.cancelled() => break,
                 };
+                // Pi's client awaits the `initialized` notification's answer (and so the
+                // opening of its `GET` stream) before its first request: requests wait for it
+                // here too, or a short session could end before the stream was ever asked for.
+                if line.contains("notifications/initialized")
+                    && serde_json::from_str::<Value>(&line).is_ok_and(|m| {
+                        m.get("method").and_then(Value::as_str) == Some("notifications/initialized")
+                    })
+                {
+                    tokio::select! {
+                        _ = this.post(&line) => {}
+                        _ = stop.cancelled() => break,
+                    }
+                    continue;
+                }
                 let this = Arc::clone(&this);
                 let stop = stop.clone();
                 tokio::spawn(async move {

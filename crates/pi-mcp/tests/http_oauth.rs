@@ -117,6 +117,51 @@ async fn the_get_stream_carries_notifications_and_a_forgotten_session_is_opened_
     conn.close().await;
 }
 
+/// Pi's client awaits the `initialized` notification's answer, and so opens its `GET` stream,
+/// before its first request: a session that ends right after connecting has still asked for
+/// the stream, even when the server is slow to answer the notification.
+#[tokio::test]
+async fn requests_wait_for_the_initialized_notification_and_its_get_stream() {
+    let server = mcp_http::serve(
+        HttpOptions {
+            notification_delay_ms: 300,
+            ..options(None)
+        },
+        0,
+    )
+    .await
+    .unwrap();
+    let dir = pi_test_support::TempDir::new();
+    let conn = connection(&server.url(), dir.path(), Arc::default());
+    conn.client().await.unwrap();
+    conn.close().await;
+    let mut log: Vec<String> = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let method = serde_json::from_str::<Value>(l.splitn(3, ' ').nth(2).unwrap_or(""))
+                .ok()
+                .and_then(|m| m.get("method").and_then(Value::as_str).map(String::from));
+            let verb = l.split(' ').next().unwrap_or("");
+            method.unwrap_or_else(|| verb.to_string())
+        })
+        .collect();
+    // The stream and the first request go out together, in either order.
+    log[2..4].sort();
+    assert_eq!(
+        log,
+        [
+            "initialize",
+            "notifications/initialized",
+            "GET",
+            "tools/list",
+            "DELETE"
+        ]
+    );
+}
+
 /// Plays the browser: opens the authorization URL (the test server approves at once) and,
 /// when `paste` is set, hands the redirect URL back as if pasted instead of following it.
 struct Browser {

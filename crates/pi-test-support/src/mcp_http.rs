@@ -81,6 +81,8 @@ pub struct HttpOptions {
     /// `retry: 50` and no data) without the answer, which a `GET` with that `Last-Event-ID`
     /// then replays (a server closing response streams at will, as the spec allows).
     pub cut_call_streams: usize,
+    /// Notifications to `/mcp` are answered this much later (a slow server).
+    pub notification_delay_ms: u64,
 }
 
 struct Code {
@@ -232,7 +234,12 @@ pub async fn serve(opts: HttpOptions, port: u16) -> std::io::Result<HttpServer> 
                         let close = req
                             .header("connection")
                             .is_some_and(|c| c.eq_ignore_ascii_case("close"));
-                        match answer(&shared, &log, &req) {
+                        let reply = answer(&shared, &log, &req);
+                        let delay = shared.opts.notification_delay_ms;
+                        if delay > 0 && is_notification(&req) {
+                            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                        }
+                        match reply {
                             Reply::Full(bytes) => {
                                 if write.write_all(&bytes).await.is_err() {
                                     break;
@@ -402,6 +409,13 @@ fn needed_scope<'a>(shared: &'a Shared, body: &str) -> Option<&'a str> {
 fn s256(verifier: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes());
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
+}
+
+/// A JSON-RPC notification (a method without an id) posted to `/mcp`.
+fn is_notification(req: &HttpRequest) -> bool {
+    req.path() == "/mcp"
+        && serde_json::from_slice::<Value>(&req.body)
+            .is_ok_and(|m| m.get("method").is_some() && m.get("id").is_none())
 }
 
 fn answer(shared: &Shared, log: &Mutex<Vec<String>>, req: &HttpRequest) -> Reply {
