@@ -58,6 +58,21 @@ fn connection(url: &str, dir: &std::path::Path, changes: Arc<AtomicUsize>) -> Ar
     )
 }
 
+/// A server with `opts`, a fresh agent dir, and a connection to the server that counts no
+/// tool-list changes.
+async fn start(
+    opts: HttpOptions,
+) -> (
+    mcp_http::HttpServer,
+    pi_test_support::TempDir,
+    Arc<Connection>,
+) {
+    let server = mcp_http::serve(opts, 0).await.unwrap();
+    let dir = pi_test_support::TempDir::new();
+    let conn = connection(&server.url(), dir.path(), Arc::default());
+    (server, dir, conn)
+}
+
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     for _ in 0..200 {
         if done() {
@@ -122,17 +137,11 @@ async fn the_get_stream_carries_notifications_and_a_forgotten_session_is_opened_
 /// the stream, even when the server is slow to answer the notification.
 #[tokio::test]
 async fn requests_wait_for_the_initialized_notification_and_its_get_stream() {
-    let server = mcp_http::serve(
-        HttpOptions {
-            notification_delay_ms: 300,
-            ..options(None)
-        },
-        0,
-    )
-    .await
-    .unwrap();
-    let dir = pi_test_support::TempDir::new();
-    let conn = connection(&server.url(), dir.path(), Arc::default());
+    let (server, _dir, conn) = start(HttpOptions {
+        notification_delay_ms: 300,
+        ..options(None)
+    })
+    .await;
     conn.client().await.unwrap();
     conn.close().await;
     let mut log: Vec<String> = server
@@ -235,11 +244,7 @@ async fn sign_in(conn: &Connection, dir: &std::path::Path, browser: &Browser) {
 
 #[tokio::test]
 async fn oauth_servers_sign_in_refresh_and_ask_again_when_the_grant_is_gone() {
-    let server = mcp_http::serve(options(Some(OAuthOptions::default())), 0)
-        .await
-        .unwrap();
-    let dir = pi_test_support::TempDir::new();
-    let conn = connection(&server.url(), dir.path(), Arc::default());
+    let (server, dir, conn) = start(options(Some(OAuthOptions::default()))).await;
     let e = conn.client().await.err().unwrap();
     assert_eq!(
         e,
@@ -356,9 +361,7 @@ async fn tokens_about_to_expire_are_refreshed_before_they_are_sent() {
         expires_in: 10,
         ..OAuthOptions::default()
     };
-    let server = mcp_http::serve(options(Some(oauth)), 0).await.unwrap();
-    let dir = pi_test_support::TempDir::new();
-    let conn = connection(&server.url(), dir.path(), Arc::default());
+    let (server, dir, conn) = start(options(Some(oauth))).await;
     let _ = conn.client().await;
     sign_in(&conn, dir.path(), &Browser::new(false)).await;
     assert_eq!(count(&server.log, "POST /token"), 1);
@@ -384,9 +387,7 @@ async fn a_server_asking_for_more_scope_needs_a_new_sign_in_that_keeps_the_old_s
         tool_scopes: vec![("add".into(), "files:write".into())],
         ..OAuthOptions::default()
     };
-    let server = mcp_http::serve(options(Some(oauth)), 0).await.unwrap();
-    let dir = pi_test_support::TempDir::new();
-    let conn = connection(&server.url(), dir.path(), Arc::default());
+    let (server, dir, conn) = start(options(Some(oauth))).await;
     assert!(conn.client().await.is_err());
     let browser = Browser::new(false);
     sign_in(&conn, dir.path(), &browser).await;
@@ -464,18 +465,12 @@ async fn a_dropped_get_stream_is_opened_again_after_a_pause() {
 
 #[tokio::test]
 async fn a_response_stream_cut_off_is_resumed_with_its_last_event_id() {
-    let server = mcp_http::serve(
-        HttpOptions {
-            cut_call_streams: 1,
-            get_stream: false,
-            ..options(None)
-        },
-        0,
-    )
-    .await
-    .unwrap();
-    let dir = pi_test_support::TempDir::new();
-    let conn = connection(&server.url(), dir.path(), Arc::default());
+    let (server, _dir, conn) = start(HttpOptions {
+        cut_call_streams: 1,
+        get_stream: false,
+        ..options(None)
+    })
+    .await;
     conn.client().await.unwrap();
     let started = std::time::Instant::now();
     let r = conn

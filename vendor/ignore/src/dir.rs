@@ -327,18 +327,9 @@ impl Ignore {
         dir: P,
         entries: &[fs::DirEntry],
     ) -> (Ignore, Option<Error>) {
-        let files =
-            self.collect_ignore_files(entries.iter().map(|e| e.file_name()));
-        let (ig, err) = self.add_child_path_with_found_ignore_files(
+        self.add_child_with_names(
             dir.as_ref(),
-            Some(&files),
-        );
-        (
-            Ignore {
-                inner: Arc::new(ig),
-                absolute_base: self.absolute_base.clone(),
-            },
-            err,
+            entries.iter().map(|e| e.file_name()),
         )
     }
 
