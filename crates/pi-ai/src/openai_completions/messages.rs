@@ -1,16 +1,18 @@
 //! Transcript → Chat Completions `messages` (Pi's `convertMessages` for openai-completions).
 
 use super::compat::Compat;
+use super::tool_text::ToolTexts;
 use crate::strict_schema::resolve_with_schema;
 use crate::transcript::{ToolSupport, render_system_update, resolve_transcript_tools, system_text};
 use crate::transform::transform_messages;
 use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
-use pi_protocol::message::{AgentMessage, AssistantMessage};
+use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use pi_protocol::model::{InputModality, Model};
 use pi_protocol::tool::Tool;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
+use std::rc::Rc;
 
 const REASONING_FIELDS: [&str; 3] = ["reasoning", "reasoning_content", "reasoning_text"];
 
@@ -109,12 +111,32 @@ fn normalize_tool_call_id(model: &Model, id: &str) -> String {
     id.to_string()
 }
 
-/// Converts a resolved transcript.
+/// One entry of the request's `messages`: a tree, or JSON text already written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    Tree(Value),
+    Text(Rc<str>),
+}
+
+impl Piece {
+    /// The tree; `None` for text, which is only made when nothing edits the messages after.
+    pub fn tree_mut(&mut self) -> Option<&mut Value> {
+        match self {
+            Piece::Tree(v) => Some(v),
+            Piece::Text(_) => None,
+        }
+    }
+}
+
+/// Converts a resolved transcript. Tool results are written as text through `texts` (kept
+/// from the last request when it shares them), or built as trees when `texts` is `None`
+/// (something edits the messages afterwards).
 pub fn convert_messages(
     model: &Model,
     messages: &[Cow<'_, AgentMessage>],
     compat: &Compat,
-) -> Vec<Value> {
+    mut texts: Option<&mut ToolTexts<'_>>,
+) -> Vec<Piece> {
     let norm = |id: &str, _: &AssistantMessage| normalize_tool_call_id(model, id);
     let transformed = transform_messages(messages, model, Some(&norm));
     let support =
@@ -130,7 +152,8 @@ pub fn convert_messages(
         "system"
     };
     let vision = model.input.contains(&InputModality::Image);
-    let mut out = Vec::new();
+    let mut out: Vec<Piece> = Vec::new();
+    let push = |out: &mut Vec<Piece>, v: Value| out.push(Piece::Tree(v));
     let mut last_role: Option<&str> = None;
     let mut system_index = 0;
     let mut i = 0;
@@ -140,7 +163,10 @@ pub fn convert_messages(
             && last_role == Some("toolResult")
             && matches!(msg, AgentMessage::User(_))
         {
-            out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
+            push(
+                &mut out,
+                json!({"role": "assistant", "content": "I have processed the tool results."}),
+            );
         }
         match msg {
             AgentMessage::System(s) => {
@@ -152,10 +178,13 @@ pub fn convert_messages(
                     vec![]
                 };
                 if !added.is_empty() {
-                    out.push(obj(vec![
-                        ("role", "system".into()),
-                        ("tools", Value::Array(convert_tools(&added, compat))),
-                    ]));
+                    push(
+                        &mut out,
+                        obj(vec![
+                            ("role", "system".into()),
+                            ("tools", Value::Array(convert_tools(&added, compat))),
+                        ]),
+                    );
                 }
                 let text = if i == 0 {
                     system_text(s)
@@ -163,19 +192,22 @@ pub fn convert_messages(
                     render_system_update(s)
                 };
                 if !text.is_empty() {
-                    out.push(obj(vec![
-                        ("role", instruction_role.into()),
-                        ("content", text.into()),
-                    ]));
+                    push(
+                        &mut out,
+                        obj(vec![
+                            ("role", instruction_role.into()),
+                            ("content", text.into()),
+                        ]),
+                    );
                 }
                 last_role = Some("system");
             }
             AgentMessage::User(u) => {
                 match &u.content {
-                    StringOrBlocks::Text(t) => out.push(obj(vec![
-                        ("role", "user".into()),
-                        ("content", t.clone().into()),
-                    ])),
+                    StringOrBlocks::Text(t) => push(
+                        &mut out,
+                        obj(vec![("role", "user".into()), ("content", t.clone().into())]),
+                    ),
                     StringOrBlocks::Blocks(blocks) => {
                         let content: Vec<Value> = blocks
                             .iter()
@@ -189,50 +221,50 @@ pub fn convert_messages(
                             i += 1;
                             continue;
                         }
-                        out.push(obj(vec![
-                            ("role", "user".into()),
-                            ("content", Value::Array(content)),
-                        ]));
+                        push(
+                            &mut out,
+                            obj(vec![
+                                ("role", "user".into()),
+                                ("content", Value::Array(content)),
+                            ]),
+                        );
                     }
                 }
                 last_role = Some("user");
             }
             AgentMessage::Assistant(a) => {
                 if let Some(m) = assistant_message(model, a, compat) {
-                    out.push(m);
+                    push(&mut out, m);
                 }
                 last_role = Some("assistant");
             }
             AgentMessage::ToolResult(_) => {
                 let mut images = Vec::new();
                 let mut j = i;
-                while let Some(AgentMessage::ToolResult(t)) = transformed.get(j).map(|m| &**m) {
-                    let text: Vec<&str> = t
-                        .content
-                        .iter()
-                        .filter_map(|b| match b {
-                            UserBlock::Text(t) => Some(t.text.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    let text = text.join("\n");
-                    let has_images = t.content.iter().any(|b| matches!(b, UserBlock::Image(_)));
-                    let content = if !pi_js::trim(&text).is_empty() {
-                        text
-                    } else if has_images {
-                        "(see attached image)".into()
-                    } else {
-                        "(no tool output)".into()
+                while let Some(message) = transformed.get(j).map(|m| &**m) {
+                    let AgentMessage::ToolResult(t) = message else {
+                        break;
                     };
-                    let mut m = vec![
-                        ("role", Value::from("tool")),
-                        ("content", content.into()),
-                        ("tool_call_id", t.tool_call_id.clone().into()),
-                    ];
-                    if compat.requires_tool_result_name && !t.tool_name.is_empty() {
-                        m.push(("name", t.tool_name.clone().into()));
+                    let has_images = t.content.iter().any(|b| matches!(b, UserBlock::Image(_)));
+                    let name = (compat.requires_tool_result_name && !t.tool_name.is_empty())
+                        .then_some(t.tool_name.as_str());
+                    let content = || tool_content(t, has_images);
+                    match texts.as_deref_mut() {
+                        Some(texts) => {
+                            out.push(texts.message(message, &t.tool_call_id, name, content));
+                        }
+                        None => {
+                            let mut m = vec![
+                                ("role", Value::from("tool")),
+                                ("content", content().into()),
+                                ("tool_call_id", t.tool_call_id.clone().into()),
+                            ];
+                            if let Some(name) = name {
+                                m.push(("name", name.into()));
+                            }
+                            push(&mut out, obj(m));
+                        }
                     }
-                    out.push(obj(m));
                     if has_images && vision {
                         for b in &t.content {
                             if let UserBlock::Image(img) = b {
@@ -247,16 +279,22 @@ pub fn convert_messages(
                     last_role = Some("toolResult");
                 } else {
                     if compat.requires_assistant_after_tool_result {
-                        out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
+                        push(
+                            &mut out,
+                            json!({"role": "assistant", "content": "I have processed the tool results."}),
+                        );
                     }
                     let mut content = vec![
                         json!({"type": "text", "text": "Attached image(s) from tool result:"}),
                     ];
                     content.extend(images);
-                    out.push(obj(vec![
-                        ("role", "user".into()),
-                        ("content", Value::Array(content)),
-                    ]));
+                    push(
+                        &mut out,
+                        obj(vec![
+                            ("role", "user".into()),
+                            ("content", Value::Array(content)),
+                        ]),
+                    );
                     last_role = Some("user");
                 }
                 continue;
@@ -266,6 +304,26 @@ pub fn convert_messages(
         i += 1;
     }
     out
+}
+
+/// A tool message's content: its text blocks joined, or a placeholder.
+fn tool_content(t: &ToolResultMessage, has_images: bool) -> String {
+    let text: Vec<&str> = t
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            UserBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let text = text.join("\n");
+    if !pi_js::trim(&text).is_empty() {
+        text
+    } else if has_images {
+        "(see attached image)".into()
+    } else {
+        "(no tool output)".into()
+    }
 }
 
 fn assistant_message(model: &Model, a: &AssistantMessage, compat: &Compat) -> Option<Value> {

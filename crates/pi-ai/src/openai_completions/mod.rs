@@ -9,6 +9,7 @@ mod compat;
 mod fast;
 mod messages;
 mod request;
+mod tool_text;
 
 pub use messages::short_hash;
 
@@ -64,7 +65,13 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
         },
         retention,
     };
-    let body = request::build_body(&params, &messages);
+    // Written here, as the body holds this thread's texts (`tool_text`) and must not wait.
+    let body = request::build_body(
+        &params,
+        &messages,
+        &mut tool_text::ToolTexts::new(&context.messages),
+    )
+    .to_text();
     let mut extra = vec![("Authorization", format!("Bearer {api_key}"))];
     let session = options
         .session_id
@@ -93,7 +100,7 @@ pub async fn run(model: Model, context: LlmContext, options: StreamOptions, out:
     let req = http::Request {
         url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
         headers: headers.0,
-        body: pi_js::json_str::value_to_js_string(&Value::Object(body)).unwrap_or_default(),
+        body,
     };
     let cancel = options.cancel.clone();
     let error_text = |e: &http::SendError| send_error_text(Sdk::OpenAi, e, None);

@@ -1,7 +1,8 @@
 //! The Chat Completions request body, key for key in Pi's order (`buildParams`).
 
 use super::compat::Compat;
-use super::messages::{convert_messages, convert_tools};
+use super::messages::{Piece, convert_messages, convert_tools};
+use super::tool_text::ToolTexts;
 use crate::budget::{
     clamp_budget_to_answer_room, resolve_sampling_params, thinking_budget_for_level,
 };
@@ -9,6 +10,7 @@ use crate::cost::{level_map_entry, mapped_level};
 use crate::stream::{CacheRetention, StreamOptions};
 use crate::strict_schema::resolve_strict;
 use crate::transcript::{ToolSupport, resolve_transcript_tools};
+use pi_js::json_str::{push_json_str, value_to_js_string};
 use pi_protocol::compat::{
     CacheControlFormat, ChatTemplateKwargValue, ChatTemplateVarName, MaxTokensField,
     PromptCacheKeyMode, ThinkingFormat, ThinkingTokenBudgetField,
@@ -118,7 +120,9 @@ fn add_cache_control(msg: &mut Value, cc: &Value) -> bool {
     }
 }
 
-fn apply_cache_control(messages: &mut [Value], tools: Option<&mut Value>, cc: &Value) {
+fn apply_cache_control(messages: &mut [Piece], tools: Option<&mut Value>, cc: &Value) {
+    // Built as trees throughout (no `ToolTexts`) when cache control is to be added.
+    let mut messages: Vec<&mut Value> = messages.iter_mut().filter_map(Piece::tree_mut).collect();
     if let Some(m) = messages.iter_mut().find(|m| {
         matches!(
             m.get("role").and_then(Value::as_str),
@@ -132,7 +136,7 @@ fn apply_cache_control(messages: &mut [Value], tools: Option<&mut Value>, cc: &V
     {
         last.insert("cache_control".into(), cc.clone());
     }
-    for m in messages.iter_mut().rev() {
+    for m in messages.into_iter().rev() {
         if matches!(
             m.get("role").and_then(Value::as_str),
             Some("user" | "assistant" | "tool")
@@ -143,8 +147,57 @@ fn apply_cache_control(messages: &mut [Value], tools: Option<&mut Value>, cc: &V
     }
 }
 
-/// The request body for a resolved transcript.
-pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<String, Value> {
+/// A request body: its fields in order, `messages` (a null among them) written from pieces.
+pub struct Body {
+    pub fields: Map<String, Value>,
+    pub messages: Vec<Piece>,
+}
+
+impl Body {
+    /// `JSON.stringify` of the body, written into one buffer of its exact size (a request is
+    /// mostly tool output: growing it by doubling copied it and touched fresh pages twice).
+    pub fn to_text(&self) -> String {
+        let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(self.fields.len() * 2 + 2);
+        for (i, (key, value)) in self.fields.iter().enumerate() {
+            let mut head = String::with_capacity(key.len() + 4);
+            if i > 0 {
+                head.push(',');
+            }
+            push_json_str(&mut head, key);
+            head.push(':');
+            parts.push(head.into());
+            if key == "messages" {
+                parts.push("[".into());
+                for (j, m) in self.messages.iter().enumerate() {
+                    if j > 0 {
+                        parts.push(",".into());
+                    }
+                    parts.push(match m {
+                        Piece::Text(t) => Cow::Borrowed(&**t),
+                        Piece::Tree(v) => value_to_js_string(v).unwrap_or_default().into(),
+                    });
+                }
+                parts.push("]".into());
+            } else {
+                parts.push(value_to_js_string(value).unwrap_or_default().into());
+            }
+        }
+        let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum::<usize>() + 2);
+        out.push('{');
+        for p in &parts {
+            out.push_str(p);
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// The request body for a resolved transcript; `texts` keeps tool messages between requests.
+pub fn build_body(
+    p: &Params<'_>,
+    messages: &[Cow<'_, AgentMessage>],
+    texts: &mut ToolTexts<'_>,
+) -> Body {
     let (model, compat, options) = (p.model, p.compat, p.options);
     let support =
         if compat.supports_mid_convo_system_messages && compat.supports_mid_convo_tool_additions {
@@ -153,7 +206,9 @@ pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<Str
             ToolSupport::None
         };
     let (request_tools, _) = resolve_transcript_tools(messages, support);
-    let mut msgs = convert_messages(model, messages, compat);
+    let cache_control = compat.cache_control_format == Some(CacheControlFormat::Anthropic)
+        && p.retention != CacheRetention::None;
+    let mut msgs = convert_messages(model, messages, compat, (!cache_control).then_some(texts));
     let mut b = Map::new();
     b.insert("model".into(), model.id.clone().into());
     b.insert("messages".into(), Value::Null);
@@ -202,9 +257,7 @@ pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<Str
     } else if compat.requires_tools_with_tool_history && has_tool_history(messages) {
         b.insert("tools".into(), Value::Array(vec![]));
     }
-    if compat.cache_control_format == Some(CacheControlFormat::Anthropic)
-        && p.retention != CacheRetention::None
-    {
+    if cache_control {
         let cc = if long && compat.supports_long_cache_retention {
             json!({"type": "ephemeral", "ttl": "1h"})
         } else {
@@ -212,7 +265,6 @@ pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<Str
         };
         apply_cache_control(&mut msgs, b.get_mut("tools"), &cc);
     }
-    b.insert("messages".into(), Value::Array(msgs));
     if let Some(prio) = compat.vllm_priority {
         b.insert("priority".into(), json!(prio));
     }
@@ -267,7 +319,10 @@ pub fn build_body(p: &Params<'_>, messages: &[Cow<'_, AgentMessage>]) -> Map<Str
     if let Some(sp) = resolve_sampling_params(model, p.reasoning.unwrap_or(ThinkingLevel::Off)) {
         b.extend(sp);
     }
-    b
+    Body {
+        fields: b,
+        messages: msgs,
+    }
 }
 
 fn add_reasoning(p: &Params<'_>, b: &mut Map<String, Value>, budget: Option<u64>) {
