@@ -2,7 +2,7 @@
 //! and the collapse into one leading system message for APIs without mid-conversation system
 //! messages (Pi's `utils/transcript.js` and `utils/text.js`).
 
-use pi_protocol::content::{StringOrBlocks, TextContent};
+use pi_protocol::content::{StringOrBlocks, TextContent, UserBlock};
 use pi_protocol::message::{AgentMessage, SystemMessage};
 use pi_protocol::record::OrderedMap;
 use pi_protocol::tool::Tool;
@@ -18,6 +18,18 @@ pub fn content_text(content: &StringOrBlocks<TextContent>, sep: &str) -> String 
             .collect::<Vec<_>>()
             .join(sep),
     }
+}
+
+/// The text blocks of a tool result (or user content) joined by newlines; images left out.
+pub fn blocks_text(content: &[UserBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            UserBlock::Text(t) => Some(t.text.as_str()),
+            UserBlock::Image(_) => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A system message as a complete prompt: its content, then every non-null section, the

@@ -136,14 +136,7 @@ fn image(mime: &str, data: &str) -> Value {
 
 fn tool_result_content(content: &[UserBlock]) -> Value {
     if !content.iter().any(|b| matches!(b, UserBlock::Image(_))) {
-        let texts: Vec<&str> = content
-            .iter()
-            .filter_map(|b| match b {
-                UserBlock::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect();
-        return texts.join("\n").into();
+        return crate::transcript::blocks_text(content).into();
     }
     let mut blocks: Vec<Value> = content
         .iter()

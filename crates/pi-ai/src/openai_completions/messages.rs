@@ -3,7 +3,9 @@
 use super::compat::Compat;
 use super::tool_text::ToolTexts;
 use crate::strict_schema::resolve_with_schema;
-use crate::transcript::{ToolSupport, render_system_update, resolve_transcript_tools, system_text};
+use crate::transcript::{
+    ToolSupport, blocks_text, render_system_update, resolve_transcript_tools, system_text,
+};
 use crate::transform::transform_messages;
 use pi_js::json::to_js_string;
 use pi_protocol::content::{AssistantBlock, StringOrBlocks, UserBlock};
@@ -308,15 +310,7 @@ pub fn convert_messages(
 
 /// A tool message's content: its text blocks joined, or a placeholder.
 fn tool_content(t: &ToolResultMessage, has_images: bool) -> String {
-    let text: Vec<&str> = t
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            UserBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let text = text.join("\n");
+    let text = blocks_text(&t.content);
     if !pi_js::trim(&text).is_empty() {
         text
     } else if has_images {

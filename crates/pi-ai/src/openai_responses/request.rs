@@ -119,14 +119,7 @@ fn text_signature(sig: Option<&str>) -> (Option<String>, Option<String>) {
 }
 
 fn tool_output(model: &Model, content: &[UserBlock]) -> Value {
-    let text: Vec<&str> = content
-        .iter()
-        .filter_map(|b| match b {
-            UserBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
-    let text = text.join("\n");
+    let text = crate::transcript::blocks_text(content);
     let images: Vec<_> = content
         .iter()
         .filter_map(|b| match b {
