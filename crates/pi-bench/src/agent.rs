@@ -1,6 +1,11 @@
 //! One agent process in RPC mode: a hermetic sandbox, the child with piped stdio, a reader
 //! thread that timestamps every stdout record the moment it is read, and `/proc` figures.
+//! The records one `read` returns reach the caller as one batch: a hand-off between threads per
+//! record woke the harness twice for each write of the agent, on the two cores the agent
+//! runs on.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -35,7 +40,9 @@ pub struct Line {
 pub struct Agent {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Line>,
+    lines: Receiver<Vec<Line>>,
+    /// Records of a batch not taken yet.
+    pending: RefCell<VecDeque<Line>>,
     pub pid: u32,
     pub spawned_at: Instant,
     stderr_path: PathBuf,
@@ -118,18 +125,29 @@ impl Agent {
             .spawn(move || {
                 let mut reader = BufReader::with_capacity(1 << 20, stdout);
                 let mut buf = take_line_buffer();
+                let line = |buf: &[u8], at| Line {
+                    at,
+                    text: String::from_utf8_lossy(buf.strip_suffix(b"\n").unwrap_or(buf))
+                        .into_owned(),
+                };
                 loop {
                     buf.clear();
                     match reader.read_until(b'\n', &mut buf) {
                         Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            let at = Instant::now();
-                            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-                            let text = String::from_utf8_lossy(line).into_owned();
-                            if tx.send(Line { at, text }).is_err() {
-                                break;
-                            }
+                        Ok(_) => {}
+                    }
+                    let at = Instant::now();
+                    let mut batch = vec![line(&buf, at)];
+                    // The rest of what that read returned, without another read.
+                    while reader.buffer().contains(&b'\n') {
+                        buf.clear();
+                        if reader.read_until(b'\n', &mut buf).is_err() {
+                            break;
                         }
+                        batch.push(line(&buf, at));
+                    }
+                    if tx.send(batch).is_err() {
+                        break;
                     }
                 }
                 give_back_line_buffer(buf);
@@ -139,6 +157,7 @@ impl Agent {
             child,
             stdin,
             lines: rx,
+            pending: RefCell::default(),
             pid,
             spawned_at,
             stderr_path,
@@ -159,8 +178,17 @@ impl Agent {
 
     /// The next record, or an error after `timeout` (or when stdout closed).
     pub fn next(&self, timeout: Duration) -> Res<Line> {
+        let mut pending = self.pending.borrow_mut();
+        if let Some(line) = pending.pop_front() {
+            return Ok(line);
+        }
         match self.lines.recv_timeout(timeout) {
-            Ok(l) => Ok(l),
+            Ok(batch) => {
+                pending.extend(batch);
+                pending
+                    .pop_front()
+                    .ok_or_else(|| "an empty batch".to_string())
+            }
             Err(RecvTimeoutError::Timeout) => Err(format!(
                 "timed out after {:?} waiting for output{}",
                 timeout,

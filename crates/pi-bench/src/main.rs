@@ -4,7 +4,7 @@
 //! ```text
 //! pi-bench --ours target/release/pi --reference <pi16>/node_modules/.bin/pi \
 //!          --node-bin <node22>/package/bin --tools-bin <ref>/tools/bin \
-//!          [--data target/pi-bench] [--only ready,extensions,mcp,packages,stream,tool,session,fleet,listing,grep] [--quick] [--out FILE]
+//!          [--data target/pi-bench] [--only ready,extensions,mcp,packages,stream,tool,session,fleet,listing,grep] [--quick | --scale F] [--out FILE]
 //! ```
 //!
 //! `--only session-1g` (opt-in, never part of the default set) runs the 1 GiB session figure.
@@ -34,9 +34,10 @@ use figures::{Ctx, Side};
 use stats::{Better, Row, fmt_num, summarize, table};
 
 const USAGE: &str = "usage: pi-bench --ours PATH --reference PATH --node-bin DIR [--tools-bin DIR] \
-[--rg PATH] [--data DIR] [--only LIST] [--quick] [--skip-reference] [--out FILE]\n\
+[--rg PATH] [--data DIR] [--only LIST] [--quick | --scale F] [--skip-reference] [--out FILE]\n\
   LIST: comma-separated of ready,extensions,mcp,packages,stream,tool,session,fleet,listing,grep (default: all), or session-1g\n\
-  (opt-in: a 1 GB session, minutes and disk)";
+  (opt-in: a 1 GB session, minutes and disk)\n\
+  --scale F: every figure's round count times F (--quick is 0.3), e.g. 5 to A/B two builds";
 
 struct Cli {
     ours: PathBuf,
@@ -46,7 +47,7 @@ struct Cli {
     rg: Option<PathBuf>,
     data: PathBuf,
     only: Vec<String>,
-    quick: bool,
+    scale: f64,
     out: Option<PathBuf>,
 }
 
@@ -59,7 +60,7 @@ fn parse_cli() -> Result<Cli, String> {
     let mut rg = None;
     let mut data = PathBuf::from("target/pi-bench");
     let mut only = Vec::new();
-    let mut quick = false;
+    let mut scale = 1.0;
     let mut out = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value\n{USAGE}"));
@@ -71,7 +72,14 @@ fn parse_cli() -> Result<Cli, String> {
             "--rg" => rg = Some(PathBuf::from(val()?)),
             "--data" => data = PathBuf::from(val()?),
             "--only" => only = val()?.split(',').map(str::to_string).collect(),
-            "--quick" => quick = true,
+            "--quick" => scale = 0.3,
+            "--scale" => {
+                scale = val()?
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| *f > 0.0)
+                    .ok_or(format!("--scale needs a positive number\n{USAGE}"))?
+            }
             "--skip-reference" => {
                 figures::SKIP_REFERENCE.store(true, std::sync::atomic::Ordering::Relaxed)
             }
@@ -88,7 +96,7 @@ fn parse_cli() -> Result<Cli, String> {
         rg,
         data,
         only,
-        quick,
+        scale,
         out,
     })
 }
@@ -321,7 +329,7 @@ fn run(cli: Cli) -> Result<(), String> {
         mock,
         data,
         rg,
-        scale: if cli.quick { 0.3 } else { 1.0 },
+        scale: cli.scale,
     };
     let want = |name: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == name);
     // Figures that need minutes and gigabytes run only when named.

@@ -2,7 +2,9 @@
 //! written and the instant the client's record is read come from the same clock.
 //!
 //! It serves one scripted [`Handler`] per request (blocking I/O, one thread per connection at a
-//! time, `connection: close`), and the streams are rendered by the conformance mock's own renderer
+//! time). Connections stay open for the client's next request, as a provider's do (both
+//! agents' HTTP clients keep them), unless the request says `connection: close` or a handler
+//! left its response unfinished. The streams are rendered by the conformance mock's own renderer
 //! (`pi_test_support::sse::openai_chat::render`), so the bytes are what the tests send.
 //! Each SSE event is written as its own HTTP chunk with a single `write` on a `TCP_NODELAY`
 //! socket, and the handler gets the instant each write returned.
@@ -28,18 +30,28 @@ pub struct Request {
     pub body: String,
     /// When the whole request (head and body) had been read.
     pub arrived: Instant,
+    /// The client asked for the connection to be closed after the response.
+    pub close: bool,
 }
 
 /// Writes one streamed response.
 pub struct Responder {
     stream: TcpStream,
+    /// The connection ends after this response.
+    close: bool,
+    /// The response was written to its end (the connection can carry the next request).
+    complete: bool,
 }
 
 impl Responder {
     pub fn head(&mut self) -> std::io::Result<()> {
+        let connection = if self.close { "close" } else { "keep-alive" };
         self.stream.write_all(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
-              connection: close\r\ntransfer-encoding: chunked\r\n\r\n",
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
+                 connection: {connection}\r\ntransfer-encoding: chunked\r\n\r\n"
+            )
+            .as_bytes(),
         )
     }
 
@@ -56,7 +68,9 @@ impl Responder {
     /// Ends the chunked body; returns the instant the last byte was written.
     pub fn finish(&mut self) -> std::io::Result<Instant> {
         self.stream.write_all(b"0\r\n\r\n")?;
-        Ok(Instant::now())
+        let end = Instant::now();
+        self.complete = true;
+        Ok(end)
     }
 
     /// A whole scripted reply, each event as a chunk; returns the instant the end of the
@@ -250,31 +264,58 @@ fn serve(
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
-    let Some(req) = read_request(&mut reader)? else {
-        return Ok(());
-    };
+    loop {
+        let Some(req) = read_request(&mut reader)? else {
+            return Ok(());
+        };
+        let mut responder = Responder {
+            stream: stream.try_clone()?,
+            close: req.close,
+            complete: false,
+        };
+        respond(&mut responder, &req, handlers, rule, arrivals)?;
+        responder.stream.flush()?;
+        if responder.close || !responder.complete {
+            return Ok(());
+        }
+    }
+}
+
+/// Answers one request: its queued handler, else the rule, else an error.
+fn respond(
+    responder: &mut Responder,
+    req: &Request,
+    handlers: &Mutex<VecDeque<Handler>>,
+    rule: &Mutex<Option<Rule>>,
+    arrivals: &Sender<(String, usize, Instant)>,
+) -> std::io::Result<()> {
     let _ = arrivals.send((req.path.clone(), req.body_len, req.arrived));
     let handler = lock(handlers).pop_front();
     let rule = lock(rule).clone();
-    let mut responder = Responder { stream };
     match (handler, rule) {
-        (Some(h), _) => h(&mut responder, &req)?,
+        (Some(h), _) => h(responder, req)?,
         (None, Some(rule)) => {
-            responder.reply(&rule(&req), 1)?;
+            responder.reply(&rule(req), 1)?;
         }
         (None, None) => {
             let body =
                 br#"{"error":{"message":"bench mock: no reply scripted","type":"server_error"}}"#;
+            let connection = if responder.close {
+                "close"
+            } else {
+                "keep-alive"
+            };
             let head = format!(
                 "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n\
-                 connection: close\r\ncontent-length: {}\r\n\r\n",
+                 connection: {connection}\r\ncontent-length: {}\r\n\r\n",
                 body.len()
             );
             responder.stream.write_all(head.as_bytes())?;
             responder.stream.write_all(body)?;
+            responder.complete = true;
         }
     }
-    responder.stream.flush()
+    Ok(())
 }
 
 fn read_request<R: Read>(reader: &mut BufReader<R>) -> std::io::Result<Option<Request>> {
@@ -335,7 +376,9 @@ fn read_request<R: Read>(reader: &mut BufReader<R>) -> std::io::Result<Option<Re
     // Taken before the body is made text: checking and copying a request of a few hundred KB
     // took ~0.2 ms, which counted as the client's time.
     let arrived = Instant::now();
+    let close = header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
     Ok(Some(Request {
+        close,
         path,
         body_len: body.len(),
         body: String::from_utf8(body)

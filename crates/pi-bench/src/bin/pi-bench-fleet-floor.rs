@@ -105,7 +105,8 @@ fn run() -> Result<(), String> {
     let mut messages = format!(
         "{{\"role\":\"system\",\"content\":\"{system}\"}},{{\"role\":\"user\",\"content\":\"{prompt}\"}}"
     );
-    let first = post(&addr, &messages)?;
+    let mut conn = TcpStream::connect(&addr).map_err(|e| format!("{addr}: {e}"))?;
+    let first = post(&mut conn, &addr, &messages)?;
     // The call's arguments come in pieces; an agent joins them and reads the path.
     let arguments = unescape(&joined(&first, "arguments"));
     let path = string_field(&arguments, "path").ok_or("no path in the tool call")?;
@@ -157,7 +158,7 @@ fn run() -> Result<(), String> {
     messages.push_str(&format!(
         ",{{\"role\":\"assistant\",\"tool_calls\":[{{\"id\":\"{call_id}\",\"type\":\"function\",\"function\":{{\"name\":\"read\",\"arguments\":\"{{\\\"path\\\":\\\"{path}\\\",\\\"limit\\\":40}}\"}}}}]}},{{\"role\":\"tool\",\"tool_call_id\":\"{call_id}\",\"content\":\"{text}\"}}"
     ));
-    let second = post(&addr, &messages)?;
+    let second = post(&mut conn, &addr, &messages)?;
     let reply = joined(&second, "content");
     let last = format!(
         "{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{reply}\"}}],\"stopReason\":\"stop\"}}"
@@ -181,20 +182,27 @@ fn run() -> Result<(), String> {
     Ok(())
 }
 
-/// One streamed chat request to the mock; the whole response (the mock closes the connection).
-fn post(addr: &str, messages: &str) -> Result<String, String> {
+/// One streamed chat request to the mock on `conn` (kept open for the next, as the agents'
+/// clients keep theirs); the whole response, read up to its last chunk.
+fn post(conn: &mut TcpStream, addr: &str, messages: &str) -> Result<String, String> {
     let body = format!("{{\"model\":\"mock-gpt\",\"stream\":true,\"messages\":[{messages}]}}");
-    let mut conn = TcpStream::connect(addr).map_err(|e| format!("{addr}: {e}"))?;
     let head = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\nauthorization: Bearer dummy\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     conn.write_all(format!("{head}{body}").as_bytes())
         .map_err(|e| e.to_string())?;
-    let mut response = String::new();
-    conn.read_to_string(&mut response)
-        .map_err(|e| e.to_string())?;
-    Ok(response)
+    // The SSE events never hold the chunked body's end marker.
+    let mut response = Vec::new();
+    let mut buf = [0u8; 16384];
+    while !response.ends_with(b"\r\n0\r\n\r\n") {
+        let n = conn.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        response.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(response).map_err(|e| e.to_string())
 }
 
 fn read(path: &Path) -> Result<String, String> {
