@@ -7,7 +7,6 @@ use pi_protocol::content::{
 };
 use pi_protocol::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use pi_protocol::model::{InputModality, Model};
-use pi_protocol::record::Rest;
 use pi_protocol::usage::StopReason;
 use std::borrow::{Borrow, Cow};
 use std::collections::{HashMap, HashSet};
@@ -218,18 +217,7 @@ pub fn transform_messages<'a, M: Borrow<AgentMessage>>(
 }
 
 fn synthetic_result(id: String, name: String) -> ToolResultMessage {
-    ToolResultMessage {
-        tool_call_id: id,
-        tool_name: name,
-        content: vec![UserBlock::Text(TextContent::new("No result provided"))],
-        details: None,
-        usage: None,
-        nested_calls: None,
-        is_error: true,
-        duration_ms: None,
-        timestamp: pi_js::now_ms(),
-        rest: Rest::default(),
-    }
+    ToolResultMessage::text(id, name, "No result provided", true, pi_js::now_ms())
 }
 
 #[cfg(test)]

@@ -264,15 +264,17 @@ fn serve(
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
+    let mut responder = Responder {
+        stream,
+        close: false,
+        complete: false,
+    };
     loop {
         let Some(req) = read_request(&mut reader)? else {
             return Ok(());
         };
-        let mut responder = Responder {
-            stream: stream.try_clone()?,
-            close: req.close,
-            complete: false,
-        };
+        responder.close = req.close;
+        responder.complete = false;
         respond(&mut responder, &req, handlers, rule, arrivals)?;
         responder.stream.flush()?;
         if responder.close || !responder.complete {

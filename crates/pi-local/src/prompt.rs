@@ -194,18 +194,7 @@ mod tests {
     }
 
     fn result(id: &str, text: &str) -> AgentMessage {
-        AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: id.into(),
-            tool_name: "ls".into(),
-            content: vec![UserBlock::Text(TextContent::new(text))],
-            details: None,
-            usage: None,
-            nested_calls: None,
-            is_error: false,
-            duration_ms: None,
-            timestamp: 1,
-            rest: Default::default(),
-        })
+        AgentMessage::ToolResult(ToolResultMessage::text(id, "ls", text, false, 1))
     }
 
     #[test]

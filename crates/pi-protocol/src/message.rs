@@ -204,6 +204,30 @@ record! {
     }
 }
 
+impl ToolResultMessage {
+    /// A result of one text block and nothing else (no details, usage, duration or nested calls).
+    pub fn text(
+        tool_call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        text: &str,
+        is_error: bool,
+        timestamp: u64,
+    ) -> ToolResultMessage {
+        ToolResultMessage {
+            tool_call_id: tool_call_id.into(),
+            tool_name: tool_name.into(),
+            content: vec![UserBlock::Text(crate::content::TextContent::new(text))],
+            details: None,
+            usage: None,
+            nested_calls: None,
+            is_error,
+            duration_ms: None,
+            timestamp,
+            rest: Rest::default(),
+        }
+    }
+}
+
 record! {
     /// A shell command the user ran directly (RPC `bash`), not a model tool call.
     pub struct BashExecutionMessage {

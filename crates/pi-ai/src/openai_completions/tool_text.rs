@@ -141,23 +141,14 @@ fn write(content: &str, id: &str, name: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pi_protocol::content::{TextContent, UserBlock};
+    use pi_protocol::content::UserBlock;
     use pi_protocol::message::ToolResultMessage;
     use serde_json::json;
 
     fn result(text: &str) -> SharedMessage {
-        SharedMessage::new(AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: "call_1".into(),
-            tool_name: "read".into(),
-            content: vec![UserBlock::Text(TextContent::new(text))],
-            details: None,
-            usage: None,
-            nested_calls: None,
-            is_error: false,
-            duration_ms: None,
-            timestamp: 1,
-            rest: Default::default(),
-        }))
+        SharedMessage::new(AgentMessage::ToolResult(ToolResultMessage::text(
+            "call_1", "read", text, false, 1,
+        )))
     }
 
     fn text(p: Piece) -> Rc<str> {
