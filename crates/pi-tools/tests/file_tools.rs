@@ -343,3 +343,72 @@ async fn grep_reports_files_in_sorted_walk_order_and_stops_at_the_limit() {
         );
     }
 }
+
+/// Search threads skip files past the one where the output must end (more matches before them
+/// than the limit): whatever limit, with or without context, the result is the unlimited
+/// result cut at the limit-th match, its trailing context in that file shown as context.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_output_ends_where_the_limit_falls_inside_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in 0..160 {
+        // 0 to 4 matches per file, two lines apart, files of very different sizes so that
+        // the search threads finish them out of order.
+        let mut lines = vec!["top".to_string(); 1 + (f * 37) % 400];
+        for i in 0..f % 5 {
+            lines.push(format!("needle {f} {i}"));
+            lines.push("between".into());
+        }
+        lines.push("end".into());
+        std::fs::write(dir.path().join(format!("f{f:03}.txt")), lines.join("\n")).unwrap();
+    }
+    let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
+    let lines = async |args: Value| -> Vec<String> {
+        let result = grep.execute(invocation(args)).await.unwrap();
+        let pi_protocol::UserBlock::Text(t) = &result.content[0] else {
+            panic!("not text")
+        };
+        t.text.lines().map(str::to_owned).collect()
+    };
+    for context in [0u64, 2] {
+        let all = lines(json!({"pattern": "needle", "limit": 100_000, "context": context})).await;
+        let total = all.iter().filter(|l| l.contains(": needle")).count();
+        assert_eq!(total, (0..160).map(|f| f % 5).sum::<usize>());
+        for limit in [1, 2, 3, 5, 9, 10, 41, 99, 100, total - 1] {
+            let got = lines(json!({"pattern": "needle", "limit": limit, "context": context})).await;
+            // The unlimited lines up to the limit-th match, then the rest of its context.
+            let cut = all
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains(": needle"))
+                .nth(limit - 1)
+                .map(|(i, _)| i)
+                .unwrap();
+            let (file, number) = {
+                let (file, rest) = all[cut].split_once(':').unwrap();
+                let number: u64 = rest.split(':').next().unwrap().parse().unwrap();
+                (file.to_string(), number)
+            };
+            let mut expected: Vec<String> = all[..=cut].to_vec();
+            for line in &all[cut + 1..] {
+                let shown = line.replacen(&format!("{file}:"), &format!("{file}-"), 1);
+                let Some(rest) = shown.strip_prefix(&format!("{file}-")) else {
+                    break;
+                };
+                let (n, text) = rest.split_once(['-', ':']).unwrap();
+                let n: u64 = n.parse().unwrap();
+                if n > number + context {
+                    break;
+                }
+                expected.push(format!("{file}-{n}-{text}"));
+            }
+            let shown: Vec<String> = got.iter().take_while(|l| !l.is_empty()).cloned().collect();
+            assert_eq!(shown, expected, "limit {limit}, context {context}");
+            assert!(
+                got.last()
+                    .unwrap()
+                    .contains(&format!("{limit} matches limit reached")),
+                "limit {limit}, context {context}: {got:?}"
+            );
+        }
+    }
+}
