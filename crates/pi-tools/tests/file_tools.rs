@@ -216,6 +216,15 @@ async fn concurrent_greps_share_the_search_threads_and_keep_their_own_results() 
     );
 }
 
+/// The lines of a successful `grep` call's text.
+async fn grep_lines(grep: &Arc<dyn pi_agent::AgentTool>, args: Value) -> Vec<String> {
+    let result = grep.execute(invocation(args)).await.unwrap();
+    let pi_protocol::UserBlock::Text(t) = &result.content[0] else {
+        panic!("not text")
+    };
+    t.text.lines().map(str::to_owned).collect()
+}
+
 /// Compiled patterns are kept between calls: the same pattern with other flags is another
 /// matcher, and patterns pushed out of the kept set (more than it holds) still match.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,13 +232,7 @@ async fn repeated_patterns_keep_their_flags() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "Needle\nneedle\na.c\nabc\n").unwrap();
     let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
-    let matched = async |args: Value| -> Vec<String> {
-        let result = grep.execute(invocation(args)).await.unwrap();
-        let pi_protocol::UserBlock::Text(t) = &result.content[0] else {
-            panic!("not text")
-        };
-        t.text.lines().map(str::to_owned).collect()
-    };
+    let matched = async |args: Value| grep_lines(&grep, args).await;
     for round in 0..3 {
         assert_eq!(
             matched(json!({"pattern": "needle"})).await,
@@ -362,13 +365,7 @@ async fn grep_output_ends_where_the_limit_falls_inside_a_file() {
         std::fs::write(dir.path().join(format!("f{f:03}.txt")), lines.join("\n")).unwrap();
     }
     let grep = build_tool("grep", &Arc::new(ToolsConfig::new(dir.path(), dir.path()))).unwrap();
-    let lines = async |args: Value| -> Vec<String> {
-        let result = grep.execute(invocation(args)).await.unwrap();
-        let pi_protocol::UserBlock::Text(t) = &result.content[0] else {
-            panic!("not text")
-        };
-        t.text.lines().map(str::to_owned).collect()
-    };
+    let lines = async |args: Value| grep_lines(&grep, args).await;
     for context in [0u64, 2] {
         let all = lines(json!({"pattern": "needle", "limit": 100_000, "context": context})).await;
         let total = all.iter().filter(|l| l.contains(": needle")).count();
