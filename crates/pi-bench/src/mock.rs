@@ -44,8 +44,13 @@ pub struct Responder {
 }
 
 impl Responder {
+    /// The `connection` header's value for this response.
+    fn connection(&self) -> &'static str {
+        if self.close { "close" } else { "keep-alive" }
+    }
+
     pub fn head(&mut self) -> std::io::Result<()> {
-        let connection = if self.close { "close" } else { "keep-alive" };
+        let connection = self.connection();
         self.stream.write_all(
             format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\
@@ -302,11 +307,7 @@ fn respond(
         (None, None) => {
             let body =
                 br#"{"error":{"message":"bench mock: no reply scripted","type":"server_error"}}"#;
-            let connection = if responder.close {
-                "close"
-            } else {
-                "keep-alive"
-            };
+            let connection = responder.connection();
             let head = format!(
                 "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n\
                  connection: {connection}\r\ncontent-length: {}\r\n\r\n",

@@ -52,10 +52,10 @@ struct Enough {
 struct Tally {
     /// Matches by file index, for the files searched so far that had any.
     found: BTreeMap<usize, usize>,
-    /// Until `last_needed` is known, the matches of all files in `found`; from then on those
-    /// of the files up to `last_needed`, which is moved back while they exceed the ending
-    /// without its own (amortized O(log n) a file: a search with a large limit over a large
-    /// tree records many files).
+    /// The matches of the files in `found` up to `last_needed` (all of them until it is
+    /// known); `last_needed` is moved back while they reach the ending without its own, so
+    /// each file is dropped at most once (a search with a large limit over a large tree
+    /// records many files).
     sum: usize,
 }
 
@@ -90,29 +90,17 @@ impl Enough {
         if tally.sum < self.ending {
             return;
         }
-        let mut last = if last == usize::MAX {
-            // Known for the first time: the prefix that reaches the ending.
-            let mut sum = 0;
-            let mut end = 0;
-            for (&i, &n) in &tally.found {
-                sum += n;
-                end = i;
-                if sum >= self.ending {
-                    break;
-                }
-            }
-            tally.sum = sum;
-            end
-        } else {
-            last
-        };
-        while let Some((&prev, _)) = tally.found.range(..last).next_back() {
-            let at_last = tally.found.get(&last).copied().unwrap_or(0);
-            if tally.sum - at_last < self.ending {
+        // From the last file counted back: drop each while the rest still reach the ending
+        // (until now `last` was `usize::MAX` or the files past it were already dropped).
+        let Tally { found, sum } = &mut *tally;
+        let mut files = found.range(..=last).rev().peekable();
+        let mut last = last;
+        while let Some((&i, &n)) = files.next() {
+            last = i;
+            if files.peek().is_none() || *sum - n < self.ending {
                 break;
             }
-            tally.sum -= at_last;
-            last = prev;
+            *sum -= n;
         }
         self.last_needed.store(last, Relaxed);
     }
